@@ -1,0 +1,18 @@
+//! The Latch keyspace: what the server stores and how it is shared between threads.
+//!
+//! - [`clock`]: the monotonic and wall clocks, frozen readings ([`Now`]) and [`Deadline`]s.
+//! - [`value`]: what a key holds ([`Value`], [`Entry`]) and Redis' strict integer parsing.
+//! - [`table`]: one database's part of one shard, an extendible hash table that SCAN can walk.
+//! - [`keyspace`]: the shards, and [`Locked`], the view a command runs against.
+//! - [`glob`]: Redis-style glob matching for KEYS, SCAN MATCH and CONFIG GET.
+
+pub mod clock;
+pub mod glob;
+pub mod keyspace;
+pub mod table;
+pub mod value;
+
+pub use clock::{Clock, Deadline, Now};
+pub use keyspace::{Effects, Keyspace, Locked};
+pub use table::Slot;
+pub use value::{parse_i64_strict, Entry, Value, ValueKind};

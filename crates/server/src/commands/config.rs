@@ -1,0 +1,158 @@
+//! CONFIG: GET, SET, RESETSTAT, REWRITE, HELP. The option table and the rules live in
+//! `crate::config`; this file turns arguments into calls and results into replies.
+
+use bytes::Bytes;
+
+use super::client::help_reply;
+use super::{err, Ctx};
+use crate::spec::{flag, Arg, CommandSpec, Group};
+
+pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "config",
+    group: Group::Server,
+    summary: "Groups the subcommands that read and change the server's configuration.",
+    since: "2.0.0",
+    complexity: "Depends on subcommand.",
+    arity: -2,
+    subcommands: CONFIG_SUBCOMMANDS,
+    ..CommandSpec::BASE
+}];
+
+const CONFIG_FLAGS: u32 = flag::ADMIN | flag::NOSCRIPT | flag::LOADING | flag::STALE;
+
+static CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "get",
+        group: Group::Server,
+        summary:
+            "Returns the options matching the given names or glob patterns, with their values.",
+        since: "2.0.0",
+        complexity: "O(N) when N is the number of configuration parameters provided",
+        arity: -3,
+        flags: CONFIG_FLAGS,
+        history: &[("7.0.0", "Accepts several patterns in one call.")],
+        arguments: &[Arg::block("parameter", &[Arg::string("parameter")]).multiple()],
+        handler: Some(config_get),
+        ..CommandSpec::BASE
+    },
+    CommandSpec {
+        name: "set",
+        group: Group::Server,
+        summary: "Changes options at runtime; several at once, all or none.",
+        since: "2.0.0",
+        complexity: "O(N) when N is the number of configuration parameters provided",
+        arity: -4,
+        flags: CONFIG_FLAGS,
+        history: &[("7.0.0", "Accepts several option/value pairs in one call.")],
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+        arguments: &[Arg::block(
+            "parameter_value",
+            &[Arg::string("parameter"), Arg::string("value")],
+        )
+        .multiple()],
+        handler: Some(config_set),
+        ..CommandSpec::BASE
+    },
+    CommandSpec {
+        name: "resetstat",
+        group: Group::Server,
+        summary: "Zeroes the statistics INFO reports.",
+        since: "2.0.0",
+        complexity: "O(1)",
+        arity: 2,
+        flags: CONFIG_FLAGS,
+        handler: Some(config_resetstat),
+        ..CommandSpec::BASE
+    },
+    CommandSpec {
+        name: "rewrite",
+        group: Group::Server,
+        summary: "Writes the options in force back into the config file the server started with.",
+        since: "2.8.0",
+        complexity: "O(1)",
+        arity: 2,
+        flags: CONFIG_FLAGS,
+        handler: Some(config_rewrite),
+        ..CommandSpec::BASE
+    },
+    CommandSpec {
+        name: "help",
+        group: Group::Server,
+        summary: "Lists the CONFIG subcommands and what they do.",
+        since: "5.0.0",
+        complexity: "O(1)",
+        arity: 2,
+        flags: flag::LOADING | flag::STALE,
+        handler: Some(config_help),
+        ..CommandSpec::BASE
+    },
+];
+
+fn config_get(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let patterns: Vec<&[u8]> = args[2..].iter().map(|a| a.as_ref()).collect();
+    let matches = ctx.server.config.get_matching(&patterns);
+    ctx.reply.map(matches.len());
+    for (name, value) in &matches {
+        ctx.reply.bulk(name.as_bytes());
+        ctx.reply.bulk(value.as_bytes());
+    }
+}
+
+fn config_set(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    if !args.len().is_multiple_of(2) {
+        ctx.reply.error(err::SYNTAX);
+        return;
+    }
+    let pairs: Vec<(&[u8], &[u8])> = args[2..]
+        .chunks(2)
+        .map(|pair| (pair[0].as_ref(), pair[1].as_ref()))
+        .collect();
+    let config = &ctx.server.config;
+    let protected_allowed = config.protected_configs_allowed(client_is_local(ctx));
+    match config.set(&pairs, protected_allowed) {
+        Ok(()) => ctx.reply.ok(),
+        Err(error) => ctx.reply.error(error.message().as_bytes()),
+    }
+}
+
+/// Local as Redis counts it: a unix socket, or a loopback address.
+fn client_is_local(ctx: &Ctx<'_, '_>) -> bool {
+    let shared = &ctx.client.shared;
+    shared.unix || shared.addr.starts_with("127.") || shared.addr.starts_with("[::1]:")
+}
+
+fn config_resetstat(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
+    // As Redis: counters and error tallies only; the slow log has its own SLOWLOG RESET.
+    ctx.server.stats.reset();
+    ctx.reply.ok();
+}
+
+fn config_rewrite(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
+    match ctx.server.config.rewrite(false) {
+        Ok(()) => {
+            tracing::warn!("CONFIG REWRITE executed with success");
+            ctx.reply.ok();
+        }
+        Err(message) => {
+            tracing::warn!("CONFIG REWRITE failed: {message}");
+            ctx.reply.error(message.as_bytes());
+        }
+    }
+}
+
+fn config_help(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
+    help_reply(
+        ctx.reply,
+        "config",
+        &[
+            "GET <pattern>",
+            "    Reply with every option whose name matches the glob-style <pattern>, and its value.",
+            "SET <directive> <value>",
+            "    Change the option <directive> to <value>.",
+            "RESETSTAT",
+            "    Zero the statistics INFO reports.",
+            "REWRITE",
+            "    Write the options in force back into the config file the server started with.",
+        ],
+    );
+}

@@ -1,0 +1,236 @@
+//! DEBUG: the helpers Redis' test suite relies on (SLEEP, SET-ACTIVE-EXPIRE, OBJECT,
+//! PROTOCOL, CHANGE-REPL-ID, LOG, ...) and Latch's own clock controls for tests:
+//! JUMP-CLOCK moves the wall clock only, ADVANCE-CLOCK moves both clocks, so TTL tests
+//! control time instead of sleeping.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bytes::Bytes;
+use latch_keyspace::{Entry, Locked, Value};
+
+use super::client::{help_reply, subcommand_syntax_error};
+use super::{err, is, parse_f64, parse_i64, Ctx};
+use crate::spec::{docflag, flag, CommandSpec, Group, LockPlan};
+
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "debug",
+        group: Group::Server,
+        summary: "Runs server debugging and testing helpers.",
+        since: "1.0.0",
+        complexity: "Depends on subcommand.",
+        arity: -2,
+        flags: flag::ADMIN | flag::NOSCRIPT | flag::LOADING | flag::STALE | flag::PROTECTED,
+        doc_flags: docflag::SYSCALL,
+        handler: Some(debug),
+        lock: LockPlan::Keys,
+        ..CommandSpec::BASE
+    },
+];
+
+
+/// DEBUG SLEEP never blocks longer than this (an hour), so a typo cannot hang the server
+/// for good.
+const MAX_SLEEP_S: f64 = 3600.0;
+
+fn debug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let sub = &args[1];
+    let argc = args.len();
+    if is(sub, "HELP") && argc == 2 {
+        debug_help(ctx);
+    } else if is(sub, "SLEEP") && argc == 3 {
+        debug_sleep(ctx, &args[2]);
+    } else if is(sub, "SET-ACTIVE-EXPIRE") && argc == 3 {
+        let enabled = parse_i64(&args[2]).unwrap_or(0) != 0;
+        ctx.server.active_expire.store(enabled, Ordering::Relaxed);
+        ctx.reply.ok();
+    } else if is(sub, "OBJECT") && argc == 3 {
+        debug_object(ctx, &args[2]);
+    } else if is(sub, "PROTOCOL") && argc == 3 {
+        debug_protocol(ctx, &args[2]);
+    } else if is(sub, "CHANGE-REPL-ID") && argc == 2 {
+        *super::info::REPLICATION_ID.lock() = crate::server::random_hex(40);
+        ctx.reply.ok();
+    } else if is(sub, "LOG") && argc == 3 {
+        tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(&args[2]));
+        ctx.reply.ok();
+    } else if (is(sub, "JUMP-CLOCK") || is(sub, "ADVANCE-CLOCK")) && argc == 3 {
+        let Some(ms) = parse_i64(&args[2]) else {
+            ctx.reply.error(err::NOT_INTEGER);
+            return;
+        };
+        let clock = ctx.server.keyspace.clock();
+        if is(sub, "JUMP-CLOCK") {
+            clock.jump_wall(ms);
+        } else {
+            clock.advance(ms);
+        }
+        ctx.reply.ok();
+    } else if is(sub, "RELOAD") {
+        ctx.reply.error(b"ERR DEBUG RELOAD needs persistence, which this server does not have yet");
+    } else if is(sub, "JMAP") && argc == 2 {
+        ctx.reply.ok();
+    } else {
+        subcommand_syntax_error(ctx, args);
+    }
+}
+
+fn debug_help(ctx: &mut Ctx<'_, '_>) {
+    help_reply(
+        ctx.reply,
+        "debug",
+        &[
+            "ADVANCE-CLOCK <milliseconds>",
+            "    Move both the monotonic and the wall clock forward (negative: back), as if",
+            "    that much time had passed. Relative and absolute TTLs both see it.",
+            "CHANGE-REPL-ID",
+            "    Pick a new replication id.",
+            "JUMP-CLOCK <milliseconds>",
+            "    Move only the wall clock: absolute TTLs (EXPIREAT, PXAT...) see the jump,",
+            "    relative ones (EXPIRE, PX...) do not.",
+            "LOG <message>",
+            "    Write <message> to the server log.",
+            "OBJECT <key>",
+            "    Describe the value stored at <key>.",
+            "PROTOCOL <type>",
+            "    Reply with a sample of a reply type: string, integer, double, bignum, null,",
+            "    array, set, map, attrib, push, verbatim, true or false.",
+            "SET-ACTIVE-EXPIRE <0|1>",
+            "    Stop (0) or resume (1) removing expired keys in the background.",
+            "SLEEP <seconds>",
+            "    Hold the whole keyspace for <seconds> (a decimal number), blocking every",
+            "    command that touches keys.",
+        ],
+    );
+}
+
+fn debug_sleep(ctx: &mut Ctx<'_, '_>, arg: &[u8]) {
+    // Redis reads the number leniently: anything unparsable sleeps zero seconds.
+    let seconds = parse_f64(arg).filter(|s| s.is_finite() && *s > 0.0).unwrap_or(0.0).min(MAX_SLEEP_S);
+    let pause = Duration::from_secs_f64(seconds);
+    if ctx.keys.holds_all() {
+        std::thread::sleep(pause);
+    } else {
+        let _all = ctx.server.keyspace.lock_all();
+        std::thread::sleep(pause);
+    }
+    ctx.reply.ok();
+}
+
+/// Bytes Redis' RDB format would use for a string value (without compression).
+fn serialized_length(value: &Value) -> usize {
+    let length_prefix = |len: usize| match len {
+        0..=63 => 1,
+        64..=16_383 => 2,
+        _ if len as u64 <= u32::MAX as u64 => 5,
+        _ => 9,
+    };
+    match value {
+        Value::Str(bytes) => match super::parse_i64(bytes).filter(|_| bytes.len() <= 11) {
+            Some(n) if (-128..=127).contains(&n) => 2,
+            Some(n) if (-32_768..=32_767).contains(&n) => 3,
+            Some(n) if (i32::MIN as i64..=i32::MAX as i64).contains(&n) => 5,
+            _ => length_prefix(bytes.len()) + bytes.len(),
+        },
+    }
+}
+
+fn describe_object(keys: &mut Locked<'_>, db: usize, key: &[u8]) -> Option<String> {
+    let now = keys.now();
+    let touch = keys.touch;
+    keys.touch = false;
+    let entry: Option<Entry> = keys.get(db, key).cloned();
+    keys.touch = touch;
+    let entry = entry?;
+    let encoding = entry.value.encoding();
+    // Redis shares the objects of small integers; they show the "immortal" count.
+    let shared_integer = encoding == "int" && super::parse_i64(match &entry.value {
+        Value::Str(bytes) => bytes,
+    })
+    .is_some_and(|n| (0..10_000).contains(&n));
+    let refcount = if shared_integer { i32::MAX as i64 } else { 1 };
+    let idle_s = (now.mono_ms / 1000).saturating_sub(entry.access_s as u64);
+    let lru_clock = (now.wall_s() as u64) & ((1 << 24) - 1);
+    let lru = lru_clock.wrapping_sub(idle_s) & ((1 << 24) - 1);
+    let address = 0x7f00_0000_0000u64 | (keys.keyspace().hash(key) & 0xff_ffff_fff0);
+    Some(format!(
+        "Value at:0x{address:x} refcount:{refcount} encoding:{encoding} serializedlength:{} lru:{lru} lru_seconds_idle:{idle_s}",
+        serialized_length(&entry.value)
+    ))
+}
+
+fn debug_object(ctx: &mut Ctx<'_, '_>, key: &Bytes) {
+    let db = ctx.db();
+    // DEBUG names no keys in its spec, so the gatekeeper locked nothing (or, inside a
+    // transaction, everything).
+    let line = if ctx.keys.holds_all() {
+        describe_object(ctx.keys, db, key)
+    } else {
+        let mut view = ctx.server.keyspace.lock_keys(&[key]);
+        let line = describe_object(&mut view, db, key);
+        let expired = view.effects.expired;
+        if expired > 0 {
+            ctx.server.stats.expired_keys.fetch_add(expired, Ordering::Relaxed);
+        }
+        line
+    };
+    match line {
+        Some(line) => ctx.reply.simple(line.as_bytes()),
+        None => ctx.reply.error(err::NO_SUCH_KEY),
+    }
+}
+
+fn debug_protocol(ctx: &mut Ctx<'_, '_>, name: &[u8]) {
+    let resp3 = ctx.reply.resp() == latch_protocol::Resp::V3;
+    let reply = &mut *ctx.reply;
+    if is(name, "string") {
+        reply.bulk(b"Hello World");
+    } else if is(name, "integer") {
+        reply.integer(12345);
+    } else if is(name, "double") {
+        reply.double(3.141);
+    } else if is(name, "bignum") {
+        reply.big_number(b"1234567999999999999999999999999999999");
+    } else if is(name, "null") {
+        reply.null();
+    } else if is(name, "array") {
+        reply.array(3);
+        (0..3).for_each(|j| reply.integer(j));
+    } else if is(name, "set") {
+        reply.set(3);
+        (0..3).for_each(|j| reply.integer(j));
+    } else if is(name, "map") {
+        reply.map(3);
+        for j in 0..3 {
+            reply.integer(j);
+            reply.boolean(j == 1);
+        }
+    } else if is(name, "attrib") {
+        if resp3 {
+            reply.raw(b"|1\r\n");
+            reply.bulk(b"key-popularity");
+            reply.array(2);
+            reply.bulk(b"key:123");
+            reply.integer(90);
+        }
+        reply.bulk(b"Some real reply following the attribute");
+    } else if is(name, "push") {
+        if !resp3 {
+            reply.error(b"ERR RESP2 is not supported by this command");
+            return;
+        }
+        reply.push(2);
+        reply.bulk(b"server-cpu-usage");
+        reply.integer(42);
+        reply.bulk(b"Some real reply following the push reply");
+    } else if is(name, "true") {
+        reply.boolean(true);
+    } else if is(name, "false") {
+        reply.boolean(false);
+    } else if is(name, "verbatim") {
+        reply.verbatim(b"txt", b"This is a verbatim\nstring");
+    } else {
+        reply.error(b"ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false");
+    }
+}

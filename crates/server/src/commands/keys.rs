@@ -1,0 +1,42 @@
+//! Generic keyspace commands (Redis' "generic" group), by theme:
+//!
+//! - [`basic`]: DEL, UNLINK, EXISTS, TYPE, TOUCH.
+//! - [`expire`]: EXPIRE and friends, TTL and friends, PERSIST.
+//! - [`scan`]: KEYS, SCAN, RANDOMKEY.
+//! - [`rename`]: RENAME, RENAMENX, COPY, MOVE.
+//! - [`object`]: OBJECT and its subcommands.
+//!
+//! Each theme declares its specs as constants; `COMMANDS` lists them for the table.
+
+mod basic;
+mod expire;
+mod object;
+mod rename;
+pub(crate) mod scan;
+
+use crate::spec::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    basic::DEL,
+    basic::UNLINK,
+    basic::EXISTS,
+    basic::TYPE,
+    basic::TOUCH,
+    expire::EXPIRE,
+    expire::PEXPIRE,
+    expire::EXPIREAT,
+    expire::PEXPIREAT,
+    expire::TTL,
+    expire::PTTL,
+    expire::EXPIRETIME,
+    expire::PEXPIRETIME,
+    expire::PERSIST,
+    scan::KEYS,
+    scan::SCAN,
+    scan::RANDOMKEY,
+    rename::RENAME,
+    rename::RENAMENX,
+    rename::COPY,
+    rename::MOVE,
+    object::OBJECT,
+];

@@ -1,0 +1,214 @@
+//! OBJECT ENCODING | FREQ | IDLETIME | REFCOUNT | HELP: how a value is stored.
+//!
+//! These look keys up without refreshing their access time (Redis' `LOOKUP_NOTOUCH`), so
+//! asking about a key's idle time does not reset it.
+
+use bytes::Bytes;
+use latch_keyspace::{Entry, Value};
+
+use crate::commands::Ctx;
+use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, KeySpec};
+
+const SUBCOMMAND_KEY: &[KeySpec] = &[KeySpec::single(2, keyflag::RO)];
+
+pub(super) const OBJECT: CommandSpec = CommandSpec {
+    name: "object",
+    summary: "Container for commands that inspect how a value is stored.",
+    since: "2.2.3",
+    complexity: "Depends on subcommand.",
+    arity: -2,
+    subcommands: &[
+        CommandSpec {
+            name: "encoding",
+            summary: "Names the internal representation of a key's value.",
+            since: "2.2.3",
+            arity: 3,
+            flags: flag::READONLY,
+            acl: acl::KEYSPACE,
+            key_specs: SUBCOMMAND_KEY,
+            arguments: &[Arg::key("key", 0)],
+            tips: &["nondeterministic_output"],
+            handler: Some(encoding),
+            ..CommandSpec::BASE
+        },
+        CommandSpec {
+            name: "freq",
+            summary: "Reports a key's logarithmic access-frequency counter (LFU policies only).",
+            since: "4.0.0",
+            arity: 3,
+            flags: flag::READONLY,
+            acl: acl::KEYSPACE,
+            key_specs: SUBCOMMAND_KEY,
+            arguments: &[Arg::key("key", 0)],
+            tips: &["nondeterministic_output"],
+            handler: Some(freq),
+            ..CommandSpec::BASE
+        },
+        CommandSpec {
+            name: "help",
+            summary: "Describes the OBJECT subcommands.",
+            since: "6.2.0",
+            arity: 2,
+            flags: flag::LOADING | flag::STALE,
+            acl: acl::KEYSPACE,
+            handler: Some(help),
+            ..CommandSpec::BASE
+        },
+        CommandSpec {
+            name: "idletime",
+            summary: "Reports the seconds since a key was last read or written.",
+            since: "2.2.3",
+            arity: 3,
+            flags: flag::READONLY,
+            acl: acl::KEYSPACE,
+            key_specs: SUBCOMMAND_KEY,
+            arguments: &[Arg::key("key", 0)],
+            tips: &["nondeterministic_output"],
+            handler: Some(idletime),
+            ..CommandSpec::BASE
+        },
+        CommandSpec {
+            name: "refcount",
+            summary: "Reports how many references the server holds to a key's value.",
+            since: "2.2.3",
+            arity: 3,
+            flags: flag::READONLY,
+            acl: acl::KEYSPACE,
+            key_specs: SUBCOMMAND_KEY,
+            arguments: &[Arg::key("key", 0)],
+            tips: &["nondeterministic_output"],
+            handler: Some(refcount),
+            ..CommandSpec::BASE
+        },
+    ],
+    ..CommandSpec::BASE
+};
+
+/// Redis' refcount for values it shares between keys (small integers).
+const SHARED_REFCOUNT: i64 = i32::MAX as i64;
+/// Redis shares the integers below this.
+const SHARED_INTEGERS: i64 = 10_000;
+/// The LFU counter Redis gives a new key.
+const LFU_INIT_VAL: i64 = 5;
+
+const LFU_NOT_SELECTED: &[u8] = b"ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
+const LFU_SELECTED: &[u8] = b"ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
+
+/// What OBJECT reports about a value (gathered without copying the value).
+struct ObjectInfo {
+    encoding: &'static str,
+    access_s: u32,
+    /// An integer Redis would share between keys rather than allocate.
+    small_integer: bool,
+}
+
+impl ObjectInfo {
+    fn of(entry: &Entry) -> ObjectInfo {
+        let small_integer = match &entry.value {
+            Value::Str(bytes) => {
+                entry.value.encoding() == "int"
+                    && latch_keyspace::parse_i64_strict(bytes)
+                        .is_some_and(|n| (0..SHARED_INTEGERS).contains(&n))
+            }
+        };
+        ObjectInfo {
+            encoding: entry.value.encoding(),
+            access_s: entry.access_s,
+            small_integer,
+        }
+    }
+}
+
+/// Runs `answer` on the key named by `args[2]`, or replies nil when there is none.
+fn with_entry(ctx: &mut Ctx<'_, '_>, args: &[Bytes], answer: fn(&mut Ctx<'_, '_>, &ObjectInfo)) {
+    let db = ctx.db();
+    let Some(info) = ctx
+        .keys
+        .get_untouched(db, &args[2])
+        .map(|entry| ObjectInfo::of(entry))
+    else {
+        ctx.reply.null();
+        return;
+    };
+    answer(ctx, &info);
+}
+
+fn lfu_policy(ctx: &Ctx<'_, '_>) -> bool {
+    ctx.server
+        .config
+        .get("maxmemory-policy")
+        .is_some_and(|policy| policy.to_ascii_lowercase().contains("lfu"))
+}
+
+/// Whether the policy stops Redis from sharing integers (it needs a clock per value).
+fn no_shared_integers(ctx: &Ctx<'_, '_>) -> bool {
+    let policy = ctx
+        .server
+        .config
+        .get("maxmemory-policy")
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    ctx.server.config.get_i64("maxmemory") != 0
+        && (policy.contains("lru") || policy.contains("lfu"))
+}
+
+fn encoding(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    with_entry(ctx, args, |ctx, info| {
+        ctx.reply.bulk(info.encoding.as_bytes())
+    });
+}
+
+fn freq(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    with_entry(ctx, args, |ctx, _info| {
+        if !lfu_policy(ctx) {
+            ctx.reply.error(LFU_NOT_SELECTED);
+            return;
+        }
+        // Access frequency is not tracked yet: every key reports what a new key starts at.
+        ctx.reply.integer(LFU_INIT_VAL);
+    });
+}
+
+fn idletime(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    with_entry(ctx, args, |ctx, info| {
+        if lfu_policy(ctx) {
+            ctx.reply.error(LFU_SELECTED);
+            return;
+        }
+        // Access times are whole seconds of the monotonic clock.
+        let now_s = ctx.now().mono_ms / 1000;
+        let idle_s = now_s.saturating_sub(u64::from(info.access_s));
+        ctx.reply.integer(i64::try_from(idle_s).unwrap_or(i64::MAX));
+    });
+}
+
+fn refcount(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    with_entry(ctx, args, |ctx, info| {
+        let shared = info.small_integer && !no_shared_integers(ctx);
+        ctx.reply.integer(if shared { SHARED_REFCOUNT } else { 1 });
+    });
+}
+
+const HELP_LINES: &[&str] = &[
+    "ENCODING <key>",
+    "    Name the internal representation of the value stored at <key>.",
+    "FREQ <key>",
+    "    Report the logarithmic access-frequency counter of <key> (LFU policies only).",
+    "IDLETIME <key>",
+    "    Report the approximate number of seconds since <key> was last read or written.",
+    "REFCOUNT <key>",
+    "    Report how many references are held to the value stored at <key>.",
+];
+
+fn help(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let command = String::from_utf8_lossy(&args[0]).to_uppercase();
+    ctx.reply.array(HELP_LINES.len() + 3);
+    ctx.reply.simple(
+        format!("{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").as_bytes(),
+    );
+    for line in HELP_LINES {
+        ctx.reply.simple(line.as_bytes());
+    }
+    ctx.reply.simple(b"HELP");
+    ctx.reply.simple(b"    Print this help.");
+}

@@ -1,0 +1,116 @@
+//! Command implementations, one file per command family. Each family exports `COMMANDS`,
+//! its entries of the command table (spec and handler side by side); `crate::table`
+//! gathers them.
+//!
+//! A handler gets a [`Ctx`] (the server, the calling client, the reply being written, and
+//! the keyspace view holding the shards the gatekeeper locked) and the arguments.
+
+pub mod client;
+pub mod command;
+pub mod config;
+pub mod connection;
+pub mod databases;
+pub mod debug;
+pub mod function;
+pub mod info;
+pub mod keys;
+pub mod server;
+pub mod string;
+
+use latch_keyspace::{Locked, Now};
+use latch_protocol::Reply;
+
+use crate::client::Client;
+use crate::server::Server;
+
+/// Everything a handler may touch.
+pub struct Ctx<'c, 'k> {
+    pub server: &'c Server,
+    pub client: &'c mut Client,
+    pub reply: &'c mut Reply,
+    pub keys: &'c mut Locked<'k>,
+}
+
+impl Ctx<'_, '_> {
+    /// The client's selected database.
+    pub fn db(&self) -> usize {
+        self.client.db
+    }
+
+    /// The frozen time of this command (or of the whole transaction or script).
+    pub fn now(&self) -> Now {
+        self.keys.now()
+    }
+}
+
+/// Redis' error replies, word for word.
+pub mod err {
+    pub const WRONGTYPE: &[u8] = b"WRONGTYPE Operation against a key holding the wrong kind of value";
+    pub const NOT_INTEGER: &[u8] = b"ERR value is not an integer or out of range";
+    pub const NOT_FLOAT: &[u8] = b"ERR value is not a valid float";
+    pub const SYNTAX: &[u8] = b"ERR syntax error";
+    pub const OVERFLOW: &[u8] = b"ERR increment or decrement would overflow";
+    pub const DB_INDEX: &[u8] = b"ERR DB index is out of range";
+    pub const NO_SUCH_KEY: &[u8] = b"ERR no such key";
+    pub const SAME_OBJECT: &[u8] = b"ERR source and destination objects are the same";
+    pub const INVALID_CURSOR: &[u8] = b"ERR invalid cursor";
+    pub const NOAUTH: &[u8] = b"NOAUTH Authentication required.";
+    pub const NOT_POSITIVE: &[u8] = b"ERR value is out of range, must be positive";
+}
+
+/// Redis' `wrong number of arguments` error for a command's full name (`config|get`).
+pub fn arity_error(full_name: &str) -> Vec<u8> {
+    format!("ERR wrong number of arguments for '{full_name}' command").into_bytes()
+}
+
+/// Parses an integer argument as Redis' `getLongLongFromObject` does (strict).
+pub fn parse_i64(arg: &[u8]) -> Option<i64> {
+    latch_keyspace::parse_i64_strict(arg)
+}
+
+/// Parses an integer argument or writes Redis' "not an integer" error. Use as
+/// `let Some(n) = int_arg(ctx, &args[2]) else { return };`.
+pub fn int_arg(ctx: &mut Ctx<'_, '_>, arg: &[u8]) -> Option<i64> {
+    let parsed = parse_i64(arg);
+    if parsed.is_none() {
+        ctx.reply.error(err::NOT_INTEGER);
+    }
+    parsed
+}
+
+/// Parses a float argument as Redis' `getLongDoubleFromObject` does: no leading space,
+/// the whole argument consumed, not NaN. Infinity is allowed (callers refuse it where Redis does).
+pub fn parse_f64(arg: &[u8]) -> Option<f64> {
+    let text = std::str::from_utf8(arg).ok()?;
+    if text.is_empty() || text.starts_with(|c: char| c.is_ascii_whitespace()) || text.ends_with(|c: char| c.is_ascii_whitespace()) {
+        return None;
+    }
+    let lower = text.to_ascii_lowercase();
+    let value = match lower.trim_start_matches(['+', '-']) {
+        "inf" | "infinity" => {
+            if lower.starts_with('-') {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            }
+        }
+        _ => {
+            // Rust accepts things C's strtold does not ("inf" spellings handled above) and
+            // vice versa (hex floats); decimal forms agree.
+            if lower.contains(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | 'e' | '+' | '-'))) {
+                return None;
+            }
+            text.parse::<f64>().ok()?
+        }
+    };
+    if value.is_nan() {
+        None
+    } else {
+        Some(value)
+    }
+}
+
+/// Case-insensitive comparison of an argument with an upper-case keyword.
+pub fn is(arg: &[u8], keyword: &str) -> bool {
+    arg.eq_ignore_ascii_case(keyword.as_bytes())
+}

@@ -1,0 +1,58 @@
+//! latch-server: a Redis-compatible server.
+//!
+//! - [`config`]: the option table, the config file and command-line parsing, CONFIG GET/SET.
+//! - [`spec`]: the shape of a command table entry (flags, key specs, arguments).
+//! - [`table`]: the command table, gathered from the command families.
+//! - [`commands`]: the command implementations, one file per family.
+//! - [`gate`]: the gatekeeper every command passes through.
+//! - [`client`]: per-connection state and the client registry.
+//! - [`server`]: the state every connection shares.
+//! - [`stats`]: counters for INFO, and the slow log.
+//! - [`net`]: listeners, the connection loop, and background work.
+
+pub mod client;
+pub mod commands;
+pub mod config;
+pub mod gate;
+pub mod net;
+pub mod server;
+pub mod spec;
+pub mod stats;
+pub mod table;
+
+use std::sync::Arc;
+
+use tracing::info;
+
+/// Runs a server with the given options until it is shut down.
+pub async fn run(config: config::Config) -> anyhow::Result<()> {
+    let server = Arc::new(server::Server::new(config));
+    let (tcp, unix) = net::bind(&server).await?;
+    net::log_ready(&tcp, &unix, &server);
+    net::serve(server.clone(), tcp, unix).await;
+    tokio::spawn(net::cron(server.clone()));
+    let stopper = server.clone();
+    tokio::spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => info!("received SIGTERM, shutting down"),
+            _ = int.recv() => info!("received SIGINT, shutting down"),
+        }
+        stopper.request_shutdown();
+    });
+    while !server.is_shutting_down() {
+        let notified = server.shutdown.notified();
+        if server.is_shutting_down() {
+            break;
+        }
+        notified.await;
+    }
+    if let Some(path) = server.config.unixsocket() {
+        let _ = std::fs::remove_file(path);
+    }
+    info!("server is now ready to exit, bye bye");
+    Ok(())
+}

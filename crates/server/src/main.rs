@@ -1,0 +1,37 @@
+//! `latch-server [config-file] [--option value ...]`, like redis-server.
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "-v" || a == "--version") {
+        println!("Latch server v={}", env!("CARGO_PKG_VERSION"));
+        return;
+    }
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!(
+            "Usage: latch-server [/path/to/latch.conf] [--option value ...]\n       latch-server -v | --version\n       latch-server -h | --help\n\nOptions have redis-server's names and syntax, e.g.\n       latch-server --port 7777 --dir ./data\n       latch-server --port 0 --unixsocket /tmp/latch.sock\nWith no arguments it listens on 127.0.0.1:6379."
+        );
+        return;
+    }
+    let config = match latch_server::config::Config::from_args(args) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("{error}");
+            std::process::exit(1);
+        }
+    };
+    let _log_guard = latch_server::config::init_logging(&config);
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("could not start the runtime: {error}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(error) = runtime.block_on(latch_server::run(config)) {
+        tracing::error!("{error:#}");
+        eprintln!("{error:#}");
+        std::process::exit(1);
+    }
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+}

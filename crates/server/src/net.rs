@@ -1,0 +1,327 @@
+//! Listeners and the per-connection loop: read, parse every complete command, execute each
+//! through the gatekeeper, write all replies in one go (so pipelines cost one write).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use latch_protocol::{Reply, RequestLimits, RequestParser, Resp};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::broadcast;
+use tracing::{debug, info, warn};
+
+use crate::gate;
+use crate::server::Server;
+
+/// Bytes read at a time, at least.
+const READ_CHUNK: usize = 16 * 1024;
+/// Replies are flushed mid-pipeline once they grow past this.
+const REPLY_FLUSH_AT: usize = 64 * 1024;
+
+/// Binds every configured listener. Fails (naming the address) when one cannot be bound.
+pub async fn bind(server: &Server) -> anyhow::Result<(Vec<TcpListener>, Option<UnixListener>)> {
+    let mut tcp = Vec::new();
+    let port = server.config.port();
+    if port != 0 {
+        for configured in server.config.bind() {
+            let optional = configured.starts_with('-');
+            let address = configured.trim_start_matches('-').to_string();
+            let target = if address.contains(':') { format!("[{address}]:{port}") } else { format!("{address}:{port}") };
+            let listener = match TcpListener::bind(&target).await {
+                Ok(listener) => listener,
+                Err(e) if optional => {
+                    debug!(address = %target, error = %e, "skipping optional bind address");
+                    continue;
+                }
+                Err(e) => anyhow::bail!("could not bind {target}: {e}"),
+            };
+            tcp.push(listener);
+        }
+    }
+    let unix = match server.config.unixsocket() {
+        Some(path) if !path.is_empty() => {
+            let _ = std::fs::remove_file(&path);
+            let listener = UnixListener::bind(&path).map_err(|e| anyhow::anyhow!("could not bind unix socket {path}: {e}"))?;
+            let perm = server.config.unixsocketperm();
+            if perm != 0 {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(perm))?;
+            }
+            Some(listener)
+        }
+        _ => None,
+    };
+    if tcp.is_empty() && unix.is_none() {
+        anyhow::bail!("no TCP port and no unix socket configured: nothing to listen on");
+    }
+    Ok((tcp, unix))
+}
+
+/// Accepts connections until shutdown is requested.
+pub async fn serve(server: Arc<Server>, tcp: Vec<TcpListener>, unix: Option<UnixListener>) {
+    for listener in tcp {
+        let server = server.clone();
+        tokio::spawn(async move {
+            let local = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+            loop {
+                match listener.accept().await {
+                    Ok((stream, peer)) => {
+                        let _ = stream.set_nodelay(true);
+                        set_keepalive(&stream, server.config.tcp_keepalive_s());
+                        let fd = raw_fd(&stream);
+                        spawn_connection(server.clone(), stream, peer.to_string(), local.clone(), fd, false);
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        });
+    }
+    if let Some(listener) = unix {
+        let server = server.clone();
+        tokio::spawn(async move {
+            let path = server.config.unixsocket().unwrap_or_default();
+            loop {
+                match listener.accept().await {
+                    Ok((stream, _)) => {
+                        let fd = raw_fd(&stream);
+                        spawn_connection(server.clone(), stream, format!("{path}:0"), path.clone(), fd, true);
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        });
+    }
+}
+
+fn raw_fd<T: std::os::fd::AsRawFd>(stream: &T) -> i64 {
+    stream.as_raw_fd() as i64
+}
+
+/// Turns on TCP keepalive like Redis' `anetKeepAlive`: first probe after `seconds` idle,
+/// then every `seconds / 3` (at least 1), giving up after 3 unanswered probes.
+fn set_keepalive(stream: &tokio::net::TcpStream, seconds: u64) {
+    use std::os::fd::AsRawFd;
+    if seconds == 0 {
+        return;
+    }
+    let idle = seconds.min(i32::MAX as u64) as libc::c_int;
+    let fd = stream.as_raw_fd();
+    let mut ok = setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+    #[cfg(target_os = "linux")]
+    {
+        ok = ok
+            && setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, idle)
+            && setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, (idle / 3).max(1))
+            && setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3);
+    }
+    if !ok {
+        debug!(fd, "could not set TCP keepalive");
+    }
+}
+
+/// `setsockopt` for an int-valued option; false when the kernel refused it.
+#[allow(unsafe_code)]
+fn setsockopt_int(fd: std::os::fd::RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> bool {
+    // SAFETY: `fd` is an open socket borrowed from a live TcpStream for the duration of the
+    // call; the pointer and length describe `value`, a c_int on this stack frame that
+    // outlives the call, which is exactly what int-valued socket options read.
+    let result = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const libc::c_int).cast::<libc::c_void>(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    result == 0
+}
+
+fn spawn_connection<S>(server: Arc<Server>, stream: S, addr: String, laddr: String, fd: i64, unix: bool)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    server.stats.total_connections_received.fetch_add(1, Ordering::Relaxed);
+    tokio::spawn(async move {
+        let mut stream = stream;
+        let max_clients = server.config.maxclients();
+        if server.clients.len() >= max_clients {
+            server.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
+            let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
+            return;
+        }
+        connection(server, stream, addr, laddr, fd, unix).await;
+    });
+}
+
+async fn connection<S>(server: Arc<Server>, stream: S, addr: String, laddr: String, fd: i64, unix: bool)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let authenticated = server.config.requirepass().is_none();
+    let mut client = server.clients.connect(addr, laddr, fd, unix, authenticated);
+    let id = client.id;
+    debug!(id, "client connected");
+    let (mut reader, mut writer) = tokio::io::split(stream);
+    let mut input = BytesMut::with_capacity(READ_CHUNK);
+    let mut reply = Reply::new(Resp::V2);
+    let mut parser = RequestParser::new();
+    let mut args: Vec<Bytes> = Vec::new();
+    let mut monitor: Option<broadcast::Receiver<Bytes>> = None;
+    let mut limits_epoch = u64::MAX;
+    let mut limits = RequestLimits::default();
+    let mut query_limit = 0u64;
+    let mut idle_timeout = Duration::ZERO;
+    'connection: loop {
+        if limits_epoch != server.config.epoch() {
+            limits_epoch = server.config.epoch();
+            limits.max_bulk_len = server.config.proto_max_bulk_len();
+            query_limit = server.config.client_query_buffer_limit();
+            idle_timeout = Duration::from_secs(server.config.timeout_s());
+        }
+        // A big argument in flight: make room for all of it at once (bounded by the bulk
+        // length limit the parser already enforced).
+        let wanted = parser.pending_bulk_len().map_or(READ_CHUNK, |n| (n as usize).clamp(READ_CHUNK, 64 * 1024 * 1024));
+        if input.capacity() - input.len() < wanted / 2 {
+            input.reserve(wanted);
+        }
+        let is_monitor = monitor.is_some();
+        let read = tokio::select! {
+            read = reader.read_buf(&mut input) => read,
+            _ = client.shared.kill_signal.notified() => break 'connection,
+            _ = server.shutdown.notified() => break 'connection,
+            line = recv_monitor(&mut monitor) => {
+                if let Some(line) = line {
+                    if writer.write_all(&line).await.is_err() {
+                        break 'connection;
+                    }
+                }
+                continue;
+            }
+            _ = idle(idle_timeout, is_monitor) => {
+                debug!(id, "closing idle client");
+                break 'connection;
+            }
+        };
+        match read {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                server.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+            }
+        }
+        if client.shared.is_killed() {
+            break;
+        }
+        client.shared.touch();
+        loop {
+            parser.set_auth_required(!client.authenticated);
+            match parser.parse(&mut input, &limits, &mut args) {
+                Ok(true) => {
+                    gate::execute(&server, &mut client, &mut reply, &args);
+                    if client.shared.monitor.load(Ordering::Relaxed) && monitor.is_none() {
+                        monitor = Some(server.monitor_feed.subscribe());
+                    }
+                    if client.close_after_reply || client.shared.is_killed() {
+                        let _ = flush(&server, &mut writer, &mut reply).await;
+                        break 'connection;
+                    }
+                    if reply.len() >= REPLY_FLUSH_AT && flush(&server, &mut writer, &mut reply).await.is_err() {
+                        break 'connection;
+                    }
+                }
+                Ok(false) => break,
+                Err(error) => {
+                    let message = error.error_reply();
+                    server.stats.record_error(&message);
+                    reply.error(&message);
+                    let _ = flush(&server, &mut writer, &mut reply).await;
+                    debug!(id, %error, "protocol error, closing");
+                    break 'connection;
+                }
+            }
+        }
+        client.shared.query_buffer.store(input.len(), Ordering::Relaxed);
+        if query_limit > 0 && input.len() as u64 > query_limit {
+            warn!(id, "closing client that reached max query buffer length");
+            break;
+        }
+        if flush(&server, &mut writer, &mut reply).await.is_err() {
+            break;
+        }
+    }
+    let _ = writer.shutdown().await;
+    server.clients.disconnect(id);
+    debug!(id, "client disconnected");
+}
+
+async fn flush<W: AsyncWrite + Unpin>(server: &Server, writer: &mut W, reply: &mut Reply) -> std::io::Result<()> {
+    if reply.is_empty() {
+        return Ok(());
+    }
+    let buffer = reply.buffer();
+    server.stats.net_output_bytes.fetch_add(buffer.len() as u64, Ordering::Relaxed);
+    let result = writer.write_all(buffer).await;
+    buffer.clear();
+    result
+}
+
+async fn recv_monitor(monitor: &mut Option<broadcast::Receiver<Bytes>>) -> Option<Bytes> {
+    match monitor {
+        None => std::future::pending().await,
+        Some(receiver) => loop {
+            match receiver.recv().await {
+                Ok(line) => return Some(line),
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        },
+    }
+}
+
+async fn idle(timeout: Duration, exempt: bool) {
+    if timeout.is_zero() || exempt {
+        std::future::pending::<()>().await;
+    }
+    tokio::time::sleep(timeout).await;
+}
+
+/// Background work at `hz`: active expiry.
+pub async fn cron(server: Arc<Server>) {
+    let mut shard = 0usize;
+    loop {
+        let hz = server.config.hz().clamp(1, 500);
+        tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
+        if server.is_shutting_down() {
+            return;
+        }
+        if !server.active_expire.load(Ordering::Relaxed) {
+            continue;
+        }
+        // Each tick visits every shard, a few segments of each database: bounded work.
+        let shards = server.keyspace.shard_count();
+        for _ in 0..shards {
+            let removed = server.keyspace.sweep_shard(shard, 4);
+            if !removed.is_empty() {
+                server.stats.expired_keys.fetch_add(removed.len() as u64, Ordering::Relaxed);
+            }
+            shard = (shard + 1) % shards;
+        }
+    }
+}
+
+/// Logs where the server listens, in one line.
+pub fn log_ready(tcp: &[TcpListener], unix: &Option<UnixListener>, server: &Server) {
+    let mut places: Vec<String> = tcp.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.to_string()).collect();
+    if unix.is_some() {
+        places.push(format!("unix:{}", server.config.unixsocket().unwrap_or_default()));
+    }
+    info!(version = env!("CARGO_PKG_VERSION"), "ready to accept connections on {}", places.join(", "));
+}

@@ -1,0 +1,84 @@
+//! The state every connection shares: keyspace, configuration, clients, statistics.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use bytes::Bytes;
+use latch_keyspace::Keyspace;
+use parking_lot::Mutex;
+use tokio::sync::{broadcast, Notify};
+
+use crate::client::Registry;
+use crate::config::Config;
+use crate::stats::{SlowLog, Stats};
+use crate::table::table;
+
+/// Lines a MONITOR client may fall behind before it misses some.
+const MONITOR_BACKLOG: usize = 4096;
+
+pub struct Server {
+    pub keyspace: Keyspace,
+    pub config: Config,
+    pub clients: Registry,
+    pub stats: Stats,
+    pub slowlog: Mutex<SlowLog>,
+    pub latency: Mutex<crate::commands::server::LatencyMonitor>,
+    /// A random 40-character id for this run (INFO server run_id).
+    pub run_id: String,
+    pub started: Instant,
+    pub started_unix_s: i64,
+    pub active_expire: AtomicBool,
+    /// Last time the stats were reset, for INFO.
+    pub monitor_feed: broadcast::Sender<Bytes>,
+    pub shutdown_requested: AtomicBool,
+    pub shutdown: Notify,
+    /// Unix time of the last successful save (LASTSAVE).
+    pub last_save_unix_s: AtomicU64,
+}
+
+impl Server {
+    pub fn new(config: Config) -> Server {
+        let databases = config.databases();
+        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let shards = (threads * 16).clamp(16, 256);
+        let keyspace = Keyspace::new(databases, shards);
+        let now = keyspace.clock().now();
+        let (monitor_feed, _) = broadcast::channel(MONITOR_BACKLOG);
+        Server {
+            keyspace,
+            config,
+            clients: Registry::new(),
+            stats: Stats::new(table().len()),
+            slowlog: Mutex::new(SlowLog::default()),
+            latency: Mutex::new(Default::default()),
+            run_id: random_hex(40),
+            started: Instant::now(),
+            started_unix_s: now.wall_s(),
+            active_expire: AtomicBool::new(true),
+            monitor_feed,
+            shutdown_requested: AtomicBool::new(false),
+            shutdown: Notify::new(),
+            last_save_unix_s: AtomicU64::new(now.wall_s() as u64),
+        }
+    }
+
+    /// Asks the server to stop (SHUTDOWN, SIGTERM).
+    pub fn request_shutdown(&self) {
+        self.shutdown_requested.store(true, Ordering::SeqCst);
+        self.shutdown.notify_waiters();
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutdown_requested.load(Ordering::SeqCst)
+    }
+
+    pub fn uptime_s(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+}
+
+pub fn random_hex(len: usize) -> String {
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    (0..len).map(|_| char::from_digit(rng.gen_range(0..16), 16).unwrap_or('0')).collect()
+}

@@ -1,0 +1,166 @@
+//! Starts the real `latch-server` binary on a free port for integration tests.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct TestServer {
+    pub port: u16,
+    child: Child,
+    pub dir: std::path::PathBuf,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+impl TestServer {
+    /// Starts a server with extra redis-server style options (`["--hz", "100"]`).
+    pub fn start(extra: &[&str]) -> TestServer {
+        for _ in 0..5 {
+            let port = free_port();
+            let dir =
+                std::env::temp_dir().join(format!("latch-test-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("temp dir");
+            let child = Command::new(env!("CARGO_BIN_EXE_latch-server"))
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--dir",
+                    dir.to_str().unwrap(),
+                ])
+                .args(extra)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start latch-server");
+            let mut server = TestServer { port, child, dir };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return server;
+                }
+                if let Ok(Some(_)) = server.child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = server.child.kill();
+        }
+        panic!("latch-server did not start");
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// A `redis` crate connection.
+    pub fn client(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .expect("client")
+            .get_connection()
+            .expect("connection")
+    }
+
+    /// A raw socket, for exact-bytes tests.
+    pub fn raw(&self) -> RawConn {
+        let stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        RawConn { stream }
+    }
+
+    /// Whether the process is still running.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Waits up to `timeout` for the process to exit; its exit status if it did.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+pub struct RawConn {
+    pub stream: TcpStream,
+}
+
+impl RawConn {
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("write");
+    }
+
+    /// Sends `bytes` and reads until exactly `expected.len()` bytes came back (or timeout),
+    /// returning what was read.
+    pub fn roundtrip(&mut self, bytes: &[u8], expected_len: usize) -> Vec<u8> {
+        self.send(bytes);
+        self.read_n(expected_len)
+    }
+
+    pub fn read_n(&mut self, n: usize) -> Vec<u8> {
+        let mut out = vec![0u8; n];
+        let mut filled = 0;
+        while filled < n {
+            match self.stream.read(&mut out[filled..]) {
+                Ok(0) | Err(_) => break,
+                Ok(k) => filled += k,
+            }
+        }
+        out.truncate(filled);
+        out
+    }
+
+    /// Sends a command as a RESP array and returns the reply bytes (read until `expected`
+    /// bytes arrived); asserts they equal `expected`.
+    pub fn expect(&mut self, args: &[&[u8]], expected: &[u8]) {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        let got = self.roundtrip(&out, expected.len());
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(expected),
+            "reply to {:?}",
+            args.iter()
+                .map(|a| String::from_utf8_lossy(a))
+                .collect::<Vec<_>>()
+        );
+    }
+
+    /// True when the server closed the connection (read returns 0).
+    pub fn is_closed(&mut self) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(self.stream.read(&mut byte), Ok(0))
+    }
+}
