@@ -168,11 +168,20 @@ mod tests {
 
     #[test]
     fn unix_ms_of_relative_deadline() {
-        let now = Now { mono_ms: 100, wall_ms: 1_000_000 };
+        let now = Now {
+            mono_ms: 100,
+            wall_ms: 1_000_000,
+        };
         let d = Deadline::after(now, 500).unwrap();
         assert_eq!(d.unix_ms(now), 1_000_500);
         assert_eq!(d.remaining_ms(now), 500);
-        assert!(!d.is_passed(Now { mono_ms: 600, wall_ms: 0 }));
-        assert!(d.is_passed(Now { mono_ms: 601, wall_ms: 0 }));
+        assert!(!d.is_passed(Now {
+            mono_ms: 600,
+            wall_ms: 0
+        }));
+        assert!(d.is_passed(Now {
+            mono_ms: 601,
+            wall_ms: 0
+        }));
     }
 }

@@ -7,7 +7,13 @@ pub fn glob_match(pattern: &[u8], text: &[u8], nocase: bool) -> bool {
     // hostile pattern cannot blow the stack.
     let (mut p, mut t) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
-    let eq = |a: u8, b: u8| if nocase { a.eq_ignore_ascii_case(&b) } else { a == b };
+    let eq = |a: u8, b: u8| {
+        if nocase {
+            a.eq_ignore_ascii_case(&b)
+        } else {
+            a == b
+        }
+    };
     while t < text.len() {
         if p < pattern.len() {
             match pattern[p] {

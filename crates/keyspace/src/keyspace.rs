@@ -121,13 +121,19 @@ impl Keyspace {
                 Guards::One(shard, self.shards[shard].0.lock())
             }
             _ => {
-                let mut shards: Vec<usize> = keys.iter().map(|k| self.shard_of_key(k.as_ref())).collect();
+                let mut shards: Vec<usize> =
+                    keys.iter().map(|k| self.shard_of_key(k.as_ref())).collect();
                 shards.sort_unstable();
                 shards.dedup();
                 if shards.len() == 1 {
                     Guards::One(shards[0], self.shards[shards[0]].0.lock())
                 } else {
-                    Guards::Some(shards.into_iter().map(|s| (s, self.shards[s].0.lock())).collect())
+                    Guards::Some(
+                        shards
+                            .into_iter()
+                            .map(|s| (s, self.shards[s].0.lock()))
+                            .collect(),
+                    )
                 }
             }
         };
@@ -136,7 +142,9 @@ impl Keyspace {
 
     /// Locks every shard: the caller runs alone.
     pub fn lock_all(&self) -> Locked<'_> {
-        self.view(Guards::All(self.shards.iter().map(|s| s.0.lock()).collect()))
+        self.view(Guards::All(
+            self.shards.iter().map(|s| s.0.lock()).collect(),
+        ))
     }
 
     /// A view that holds nothing, for commands that touch no key.
@@ -145,7 +153,13 @@ impl Keyspace {
     }
 
     fn view<'a>(&'a self, guards: Guards<'a>) -> Locked<'a> {
-        Locked { keyspace: self, guards, now: self.clock.now(), touch: true, effects: Effects::default() }
+        Locked {
+            keyspace: self,
+            guards,
+            now: self.clock.now(),
+            touch: true,
+            effects: Effects::default(),
+        }
     }
 
     /// Active expiry for one shard: removes passed keys from up to `max_segments` segments of
@@ -276,11 +290,25 @@ impl<'a> Locked<'a> {
 
     /// Stores `value` under `key`, replacing what was there; the key gets `deadline`.
     /// Returns the entry it replaced (live or not yet swept).
-    pub fn set(&mut self, db: usize, key: &[u8], value: Value, deadline: Option<Deadline>) -> Option<Entry> {
+    pub fn set(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value: Value,
+        deadline: Option<Deadline>,
+    ) -> Option<Entry> {
         let hash = self.keyspace.hash(key);
         let stamp = self.access_stamp();
         let table = self.table_mut(db, hash);
-        table.insert(hash, key, Entry { value, deadline, access_s: stamp })
+        table.insert(
+            hash,
+            key,
+            Entry {
+                value,
+                deadline,
+                access_s: stamp,
+            },
+        )
     }
 
     /// Inserts a whole entry (value, deadline and access time as given).
@@ -374,7 +402,13 @@ impl<'a> Locked<'a> {
 
     /// One step of `SCAN`: visits at least `count` keys (live ones are passed to `visit`)
     /// starting at `cursor`; returns the next cursor, 0 when done. Needs every shard.
-    pub fn scan(&mut self, db: usize, cursor: u64, count: usize, visit: &mut dyn FnMut(&Slot)) -> u64 {
+    pub fn scan(
+        &mut self,
+        db: usize,
+        cursor: u64,
+        count: usize,
+        visit: &mut dyn FnMut(&Slot),
+    ) -> u64 {
         let now = self.now;
         let keyspace = self.keyspace;
         let count = count.max(1);
@@ -438,7 +472,11 @@ impl<'a> Locked<'a> {
 
     /// Memory held by the tables themselves. Needs every shard.
     pub fn overhead_bytes(&mut self) -> usize {
-        self.all().iter().flat_map(|s| s.dbs.iter()).map(|t| t.overhead_bytes()).sum()
+        self.all()
+            .iter()
+            .flat_map(|s| s.dbs.iter())
+            .map(|t| t.overhead_bytes())
+            .sum()
     }
 }
 
@@ -468,7 +506,10 @@ mod tests {
             assert_eq!(all.db_len(1), 0);
         }
         let mut view = ks.lock_keys(&["k1", "k2", "k150"]);
-        assert_eq!(view.get(0, b"k150").map(|e| e.value.clone()), Some(s("k150")));
+        assert_eq!(
+            view.get(0, b"k150").map(|e| e.value.clone()),
+            Some(s("k150"))
+        );
         assert!(view.remove(0, b"k1").is_some());
         assert!(view.get(0, b"k1").is_none());
     }

@@ -105,7 +105,9 @@ impl Table {
 
     pub fn get(&self, hash: u64, key: &[u8]) -> Option<&Slot> {
         let segment = &self.segments[self.segment_of(hash)];
-        segment.table.find(hash, |slot| slot.hash == hash && *slot.key == *key)
+        segment
+            .table
+            .find(hash, |slot| slot.hash == hash && *slot.key == *key)
     }
 
     /// Finds a key, removing it first if its deadline has passed at `now`.
@@ -118,7 +120,12 @@ impl Table {
         else {
             return Found::Missing;
         };
-        if occupied.get().entry.deadline.is_some_and(|d| d.is_passed(now)) {
+        if occupied
+            .get()
+            .entry
+            .deadline
+            .is_some_and(|d| d.is_passed(now))
+        {
             occupied.remove();
             segment.expires -= 1;
             self.expires -= 1;
@@ -145,7 +152,11 @@ impl Table {
         }
         segment.table.insert_unique(
             hash,
-            Slot { hash, key: key.into(), entry },
+            Slot {
+                hash,
+                key: key.into(),
+                entry,
+            },
             |slot| slot.hash,
         );
         segment.expires += new_expires;
@@ -201,10 +212,19 @@ impl Table {
         let new_index = self.segments.len() as u32;
         let bit = 1u64 << (63 - depth);
         let shard_bits = self.shard_bits;
-        let sub = |hash: u64| if shard_bits == 0 { hash } else { hash << shard_bits };
+        let sub = |hash: u64| {
+            if shard_bits == 0 {
+                hash
+            } else {
+                hash << shard_bits
+            }
+        };
         let old = &mut self.segments[index];
         old.local_depth = depth + 1;
-        let mut moved = Segment { local_depth: depth + 1, ..Segment::default() };
+        let mut moved = Segment {
+            local_depth: depth + 1,
+            ..Segment::default()
+        };
         for slot in old.table.extract_if(|slot| sub(slot.hash) & bit != 0) {
             if slot.entry.deadline.is_some() {
                 moved.expires += 1;
@@ -230,15 +250,22 @@ impl Table {
     pub fn scan(&self, cursor: u64, count: usize, visit: &mut dyn FnMut(&Slot)) -> Option<u64> {
         let mut position = cursor;
         let mut visited = 0usize;
-        let shard_prefix = if self.shard_bits == 0 { 0 } else { cursor >> (64 - self.shard_bits) };
+        let shard_prefix = if self.shard_bits == 0 {
+            0
+        } else {
+            cursor >> (64 - self.shard_bits)
+        };
         loop {
             let index = self.segment_of(position);
             let segment = &self.segments[index];
             // The segment covers hashes that share the first `local_depth` sub-hash bits.
             let depth = segment.local_depth + self.shard_bits;
             let (start, end) = prefix_range(position, depth);
-            let mut slots: Vec<&Slot> =
-                segment.table.iter().filter(|slot| slot.hash >= position).collect();
+            let mut slots: Vec<&Slot> = segment
+                .table
+                .iter()
+                .filter(|slot| slot.hash >= position)
+                .collect();
             slots.sort_unstable_by_key(|slot| slot.hash);
             let mut taken = 0;
             while taken < slots.len() && visited < count {
@@ -254,7 +281,9 @@ impl Table {
             }
             debug_assert!(start <= position);
             match end {
-                Some(next) if (self.shard_bits == 0 || next >> (64 - self.shard_bits) == shard_prefix) => {
+                Some(next)
+                    if (self.shard_bits == 0 || next >> (64 - self.shard_bits) == shard_prefix) =>
+                {
                     position = next;
                     if visited >= count {
                         return Some(position);
@@ -345,7 +374,10 @@ mod tests {
     use std::collections::HashSet;
 
     fn now() -> Now {
-        Now { mono_ms: 1000, wall_ms: 1_700_000_000_000 }
+        Now {
+            mono_ms: 1000,
+            wall_ms: 1_700_000_000_000,
+        }
     }
 
     fn hash_of(key: &[u8]) -> u64 {
@@ -387,7 +419,11 @@ mod tests {
     fn scan_visits_every_key_once_across_splits() {
         for shard_bits in [0, 5] {
             let mut t = filled(shard_bits, 3000);
-            let start = if shard_bits == 0 { 0 } else { 3u64 << (64 - shard_bits) };
+            let start = if shard_bits == 0 {
+                0
+            } else {
+                3u64 << (64 - shard_bits)
+            };
             let mut cursor = start;
             let mut seen = HashSet::new();
             let mut extra = 0;
@@ -416,7 +452,10 @@ mod tests {
                 }
             }
             for i in 0..3000 {
-                assert!(seen.contains(format!("key:{i}").as_bytes()), "missed key:{i}");
+                assert!(
+                    seen.contains(format!("key:{i}").as_bytes()),
+                    "missed key:{i}"
+                );
             }
         }
     }
@@ -430,7 +469,10 @@ mod tests {
         t.insert(1, b"k", e);
         assert_eq!(t.expires(), 1);
         assert!(matches!(t.lookup(1, b"k", n), Found::Live(_)));
-        let later = Now { mono_ms: n.mono_ms + 11, ..n };
+        let later = Now {
+            mono_ms: n.mono_ms + 11,
+            ..n
+        };
         assert!(matches!(t.lookup(1, b"k", later), Found::Expired));
         assert_eq!(t.len(), 0);
         assert_eq!(t.expires(), 0);
@@ -442,11 +484,22 @@ mod tests {
         let n = now();
         for i in (0..5000).step_by(2) {
             let key = format!("key:{i}");
-            t.set_deadline(hash_of(key.as_bytes()), key.as_bytes(), Deadline::after(n, 5));
+            t.set_deadline(
+                hash_of(key.as_bytes()),
+                key.as_bytes(),
+                Deadline::after(n, 5),
+            );
         }
         assert_eq!(t.expires(), 2500);
         let mut removed = Vec::new();
-        t.sweep_expired(Now { mono_ms: n.mono_ms + 6, ..n }, usize::MAX, &mut removed);
+        t.sweep_expired(
+            Now {
+                mono_ms: n.mono_ms + 6,
+                ..n
+            },
+            usize::MAX,
+            &mut removed,
+        );
         assert_eq!(removed.len(), 2500);
         assert_eq!(t.len(), 2500);
         assert_eq!(t.expires(), 0);

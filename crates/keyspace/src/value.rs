@@ -76,7 +76,11 @@ pub struct Entry {
 
 impl Entry {
     pub fn new(value: Value) -> Entry {
-        Entry { value, deadline: None, access_s: 0 }
+        Entry {
+            value,
+            deadline: None,
+            access_s: 0,
+        }
     }
 }
 
@@ -92,7 +96,11 @@ pub fn parse_i64_strict(bytes: &[u8]) -> Option<i64> {
         return None;
     }
     if digits[0] == b'0' {
-        return if digits.len() == 1 && !negative { Some(0) } else { None };
+        return if digits.len() == 1 && !negative {
+            Some(0)
+        } else {
+            None
+        };
     }
     let mut value: i64 = 0;
     for &d in digits {
@@ -119,7 +127,17 @@ mod tests {
         assert_eq!(parse_i64_strict(b"-1"), Some(-1));
         assert_eq!(parse_i64_strict(b"9223372036854775807"), Some(i64::MAX));
         assert_eq!(parse_i64_strict(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [&b""[..], b"-", b"01", b"-0", b"+1", b" 1", b"1 ", b"9223372036854775808", b"1a"] {
+        for bad in [
+            &b""[..],
+            b"-",
+            b"01",
+            b"-0",
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"9223372036854775808",
+            b"1a",
+        ] {
             assert_eq!(parse_i64_strict(bad), None, "{:?}", bad);
         }
     }

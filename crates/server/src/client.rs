@@ -79,7 +79,8 @@ impl ClientShared {
     }
 
     pub fn touch(&self) {
-        self.last_interaction_ms.store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.last_interaction_ms
+            .store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
     }
 
     /// The flags field of CLIENT LIST.
@@ -103,7 +104,10 @@ impl ClientShared {
     /// One line of CLIENT LIST / CLIENT INFO (without the newline), fields as Redis 7 prints them.
     pub fn describe(&self) -> String {
         let text = |m: &Mutex<Option<Bytes>>| {
-            m.lock().as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default()
+            m.lock()
+                .as_ref()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default()
         };
         let qbuf = self.query_buffer.load(Ordering::Relaxed);
         format!(
@@ -139,7 +143,10 @@ pub struct Registry {
 
 impl Registry {
     pub fn new() -> Registry {
-        Registry { next_id: AtomicU64::new(1), ..Registry::default() }
+        Registry {
+            next_id: AtomicU64::new(1),
+            ..Registry::default()
+        }
     }
 
     pub fn next_id(&self) -> u64 {
@@ -147,7 +154,14 @@ impl Registry {
     }
 
     /// Registers a new connection and returns its local state.
-    pub fn connect(&self, addr: String, laddr: String, fd: i64, unix: bool, authenticated: bool) -> Client {
+    pub fn connect(
+        &self,
+        addr: String,
+        laddr: String,
+        fd: i64,
+        unix: bool,
+        authenticated: bool,
+    ) -> Client {
         let id = self.next_id();
         let shared = Arc::new(ClientShared {
             id,

@@ -2456,7 +2456,10 @@ mod tests {
         assert_eq!(config.get("save").unwrap(), "");
         let config = Config::default();
         assert_eq!(config.get("save").unwrap(), "3600 1 300 100 60 10000");
-        assert_eq!(config.bind(), vec!["127.0.0.1".to_string(), "-::1".to_string()]);
+        assert_eq!(
+            config.bind(),
+            vec!["127.0.0.1".to_string(), "-::1".to_string()]
+        );
         assert_eq!(
             config.get("client-output-buffer-limit").unwrap(),
             "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"

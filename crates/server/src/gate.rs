@@ -34,7 +34,11 @@ pub fn execute(server: &Server, client: &mut Client, reply: &mut Reply, args: &[
     record_errors(server, reply, mark, errors_before);
     // CLIENT REPLY answers only when it turns replies on; anything else follows the mode it
     // started under.
-    let drop_reply = if is_client_reply(args) { client.reply_mode != ReplyMode::On } else { suppress };
+    let drop_reply = if is_client_reply(args) {
+        client.reply_mode != ReplyMode::On
+    } else {
+        suppress
+    };
     if drop_reply {
         reply.truncate(mark);
     }
@@ -44,7 +48,9 @@ pub fn execute(server: &Server, client: &mut Client, reply: &mut Reply, args: &[
 }
 
 fn is_client_reply(args: &[Bytes]) -> bool {
-    args.len() >= 3 && args[0].eq_ignore_ascii_case(b"client") && args[1].eq_ignore_ascii_case(b"reply")
+    args.len() >= 3
+        && args[0].eq_ignore_ascii_case(b"client")
+        && args[1].eq_ignore_ascii_case(b"reply")
 }
 
 /// Feeds error replies written since `mark` into INFO errorstats.
@@ -112,19 +118,28 @@ fn unknown_command(args: &[Bytes]) -> Vec<u8> {
         listed.push_str(&truncated(arg, room));
         listed.push_str("' ");
     }
-    format!("ERR unknown command '{}', with args beginning with: {}", truncated(&args[0], 128), listed).into_bytes()
+    format!(
+        "ERR unknown command '{}', with args beginning with: {}",
+        truncated(&args[0], 128),
+        listed
+    )
+    .into_bytes()
 }
 
 fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Bytes]) {
     let Some(command) = resolve(args, reply) else {
         if let Some(known) = table().lookup(&args[0]) {
-            server.stats.commands[known.id].rejected_calls.fetch_add(1, Ordering::Relaxed);
+            server.stats.commands[known.id]
+                .rejected_calls
+                .fetch_add(1, Ordering::Relaxed);
         }
         return;
     };
     let spec = command.spec;
     if !client.authenticated && !spec.has_flag(flag::NO_AUTH) {
-        server.stats.commands[command.id].rejected_calls.fetch_add(1, Ordering::Relaxed);
+        server.stats.commands[command.id]
+            .rejected_calls
+            .fetch_add(1, Ordering::Relaxed);
         reply.error(err::NOAUTH);
         return;
     }
@@ -133,17 +148,31 @@ fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Byt
     {
         let mut keys = lock_for(server, command, args);
         keys.touch = !client.shared.no_touch.load(Ordering::Relaxed);
-        let mut ctx = Ctx { server, client: &mut *client, reply: &mut *reply, keys: &mut keys };
+        let mut ctx = Ctx {
+            server,
+            client: &mut *client,
+            reply: &mut *reply,
+            keys: &mut keys,
+        };
         if let Some(handler) = spec.handler {
             handler(&mut ctx, args);
         }
         let effects = keys.effects;
         if effects.expired > 0 {
-            server.stats.expired_keys.fetch_add(effects.expired, Ordering::Relaxed);
+            server
+                .stats
+                .expired_keys
+                .fetch_add(effects.expired, Ordering::Relaxed);
         }
         if spec.has_flag(flag::READONLY) {
-            server.stats.keyspace_hits.fetch_add(effects.hits, Ordering::Relaxed);
-            server.stats.keyspace_misses.fetch_add(effects.misses, Ordering::Relaxed);
+            server
+                .stats
+                .keyspace_hits
+                .fetch_add(effects.hits, Ordering::Relaxed);
+            server
+                .stats
+                .keyspace_misses
+                .fetch_add(effects.misses, Ordering::Relaxed);
         }
     }
     let elapsed_us = started.elapsed().as_micros() as u64;
@@ -153,7 +182,10 @@ fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Byt
     if reply.error_count() != errors_before {
         stats.failed_calls.fetch_add(1, Ordering::Relaxed);
     }
-    server.stats.total_commands_processed.fetch_add(1, Ordering::Relaxed);
+    server
+        .stats
+        .total_commands_processed
+        .fetch_add(1, Ordering::Relaxed);
     *client.shared.last_command.lock() = command.full_name.clone();
     after_call(server, client, command, args, elapsed_us);
 }
@@ -180,7 +212,13 @@ fn lock_for<'s>(server: &'s Server, command: &Command, args: &[Bytes]) -> Locked
 }
 
 /// Slow log and MONITOR.
-fn after_call(server: &Server, client: &Client, command: &Command, args: &[Bytes], elapsed_us: u64) {
+fn after_call(
+    server: &Server,
+    client: &Client,
+    command: &Command,
+    args: &[Bytes],
+    elapsed_us: u64,
+) {
     let spec = command.spec;
     crate::commands::server::note_command_latency(server, spec, elapsed_us);
     let threshold = server.config.get_i64("slowlog-log-slower-than");
@@ -192,7 +230,13 @@ fn after_call(server: &Server, client: &Client, command: &Command, args: &[Bytes
             duration_us: elapsed_us,
             args: slowlog_args(args),
             peer: client.shared.addr.clone(),
-            name: client.shared.name.lock().as_ref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default(),
+            name: client
+                .shared
+                .name
+                .lock()
+                .as_ref()
+                .map(|n| String::from_utf8_lossy(n).into_owned())
+                .unwrap_or_default(),
         };
         server.slowlog.lock().push(entry, max_len);
     }
@@ -207,7 +251,11 @@ fn after_call(server: &Server, client: &Client, command: &Command, args: &[Bytes
 fn feed_monitors(server: &Server, client: &Client, args: &[Bytes]) {
     let now = server.keyspace.clock().now();
     let micros = now.wall_ms.rem_euclid(1000) * 1000;
-    let origin = if client.shared.unix { format!("unix:{}", client.shared.laddr) } else { client.shared.addr.clone() };
+    let origin = if client.shared.unix {
+        format!("unix:{}", client.shared.laddr)
+    } else {
+        client.shared.addr.clone()
+    };
     let mut line = format!("+{}.{:06} [{} {}]", now.wall_s(), micros, client.db, origin);
     for arg in args {
         line.push_str(" \"");

@@ -20,8 +20,14 @@ fn main() {
         }
     };
     let _log_guard = latch_server::config::init_logging(&config);
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build() {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("could not start the runtime: {error}");

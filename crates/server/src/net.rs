@@ -28,7 +28,11 @@ pub async fn bind(server: &Server) -> anyhow::Result<(Vec<TcpListener>, Option<U
         for configured in server.config.bind() {
             let optional = configured.starts_with('-');
             let address = configured.trim_start_matches('-').to_string();
-            let target = if address.contains(':') { format!("[{address}]:{port}") } else { format!("{address}:{port}") };
+            let target = if address.contains(':') {
+                format!("[{address}]:{port}")
+            } else {
+                format!("{address}:{port}")
+            };
             let listener = match TcpListener::bind(&target).await {
                 Ok(listener) => listener,
                 Err(e) if optional => {
@@ -43,7 +47,8 @@ pub async fn bind(server: &Server) -> anyhow::Result<(Vec<TcpListener>, Option<U
     let unix = match server.config.unixsocket() {
         Some(path) if !path.is_empty() => {
             let _ = std::fs::remove_file(&path);
-            let listener = UnixListener::bind(&path).map_err(|e| anyhow::anyhow!("could not bind unix socket {path}: {e}"))?;
+            let listener = UnixListener::bind(&path)
+                .map_err(|e| anyhow::anyhow!("could not bind unix socket {path}: {e}"))?;
             let perm = server.config.unixsocketperm();
             if perm != 0 {
                 use std::os::unix::fs::PermissionsExt;
@@ -64,14 +69,24 @@ pub async fn serve(server: Arc<Server>, tcp: Vec<TcpListener>, unix: Option<Unix
     for listener in tcp {
         let server = server.clone();
         tokio::spawn(async move {
-            let local = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+            let local = listener
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default();
             loop {
                 match listener.accept().await {
                     Ok((stream, peer)) => {
                         let _ = stream.set_nodelay(true);
                         set_keepalive(&stream, server.config.tcp_keepalive_s());
                         let fd = raw_fd(&stream);
-                        spawn_connection(server.clone(), stream, peer.to_string(), local.clone(), fd, false);
+                        spawn_connection(
+                            server.clone(),
+                            stream,
+                            peer.to_string(),
+                            local.clone(),
+                            fd,
+                            false,
+                        );
                     }
                     Err(e) => {
                         warn!(error = %e, "accept failed");
@@ -89,7 +104,14 @@ pub async fn serve(server: Arc<Server>, tcp: Vec<TcpListener>, unix: Option<Unix
                 match listener.accept().await {
                     Ok((stream, _)) => {
                         let fd = raw_fd(&stream);
-                        spawn_connection(server.clone(), stream, format!("{path}:0"), path.clone(), fd, true);
+                        spawn_connection(
+                            server.clone(),
+                            stream,
+                            format!("{path}:0"),
+                            path.clone(),
+                            fd,
+                            true,
+                        );
                     }
                     Err(e) => {
                         warn!(error = %e, "accept failed");
@@ -119,7 +141,12 @@ fn set_keepalive(stream: &tokio::net::TcpStream, seconds: u64) {
     {
         ok = ok
             && setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, idle)
-            && setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, (idle / 3).max(1))
+            && setsockopt_int(
+                fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_KEEPINTVL,
+                (idle / 3).max(1),
+            )
             && setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3);
     }
     if !ok {
@@ -129,7 +156,12 @@ fn set_keepalive(stream: &tokio::net::TcpStream, seconds: u64) {
 
 /// `setsockopt` for an int-valued option; false when the kernel refused it.
 #[allow(unsafe_code)]
-fn setsockopt_int(fd: std::os::fd::RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> bool {
+fn setsockopt_int(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> bool {
     // SAFETY: `fd` is an open socket borrowed from a live TcpStream for the duration of the
     // call; the pointer and length describe `value`, a c_int on this stack frame that
     // outlives the call, which is exactly what int-valued socket options read.
@@ -145,25 +177,45 @@ fn setsockopt_int(fd: std::os::fd::RawFd, level: libc::c_int, name: libc::c_int,
     result == 0
 }
 
-fn spawn_connection<S>(server: Arc<Server>, stream: S, addr: String, laddr: String, fd: i64, unix: bool)
-where
+fn spawn_connection<S>(
+    server: Arc<Server>,
+    stream: S,
+    addr: String,
+    laddr: String,
+    fd: i64,
+    unix: bool,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    server.stats.total_connections_received.fetch_add(1, Ordering::Relaxed);
+    server
+        .stats
+        .total_connections_received
+        .fetch_add(1, Ordering::Relaxed);
     tokio::spawn(async move {
         let mut stream = stream;
         let max_clients = server.config.maxclients();
         if server.clients.len() >= max_clients {
-            server.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
-            let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
+            server
+                .stats
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
+            let _ = stream
+                .write_all(b"-ERR max number of clients reached\r\n")
+                .await;
             return;
         }
         connection(server, stream, addr, laddr, fd, unix).await;
     });
 }
 
-async fn connection<S>(server: Arc<Server>, stream: S, addr: String, laddr: String, fd: i64, unix: bool)
-where
+async fn connection<S>(
+    server: Arc<Server>,
+    stream: S,
+    addr: String,
+    laddr: String,
+    fd: i64,
+    unix: bool,
+) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let authenticated = server.config.requirepass().is_none();
@@ -189,7 +241,9 @@ where
         }
         // A big argument in flight: make room for all of it at once (bounded by the bulk
         // length limit the parser already enforced).
-        let wanted = parser.pending_bulk_len().map_or(READ_CHUNK, |n| (n as usize).clamp(READ_CHUNK, 64 * 1024 * 1024));
+        let wanted = parser.pending_bulk_len().map_or(READ_CHUNK, |n| {
+            (n as usize).clamp(READ_CHUNK, 64 * 1024 * 1024)
+        });
         if input.capacity() - input.len() < wanted / 2 {
             input.reserve(wanted);
         }
@@ -214,7 +268,10 @@ where
         match read {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                server.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                server
+                    .stats
+                    .net_input_bytes
+                    .fetch_add(n as u64, Ordering::Relaxed);
             }
         }
         if client.shared.is_killed() {
@@ -233,7 +290,9 @@ where
                         let _ = flush(&server, &mut writer, &mut reply).await;
                         break 'connection;
                     }
-                    if reply.len() >= REPLY_FLUSH_AT && flush(&server, &mut writer, &mut reply).await.is_err() {
+                    if reply.len() >= REPLY_FLUSH_AT
+                        && flush(&server, &mut writer, &mut reply).await.is_err()
+                    {
                         break 'connection;
                     }
                 }
@@ -248,7 +307,10 @@ where
                 }
             }
         }
-        client.shared.query_buffer.store(input.len(), Ordering::Relaxed);
+        client
+            .shared
+            .query_buffer
+            .store(input.len(), Ordering::Relaxed);
         if query_limit > 0 && input.len() as u64 > query_limit {
             warn!(id, "closing client that reached max query buffer length");
             break;
@@ -262,12 +324,19 @@ where
     debug!(id, "client disconnected");
 }
 
-async fn flush<W: AsyncWrite + Unpin>(server: &Server, writer: &mut W, reply: &mut Reply) -> std::io::Result<()> {
+async fn flush<W: AsyncWrite + Unpin>(
+    server: &Server,
+    writer: &mut W,
+    reply: &mut Reply,
+) -> std::io::Result<()> {
     if reply.is_empty() {
         return Ok(());
     }
     let buffer = reply.buffer();
-    server.stats.net_output_bytes.fetch_add(buffer.len() as u64, Ordering::Relaxed);
+    server
+        .stats
+        .net_output_bytes
+        .fetch_add(buffer.len() as u64, Ordering::Relaxed);
     let result = writer.write_all(buffer).await;
     buffer.clear();
     result
@@ -310,7 +379,10 @@ pub async fn cron(server: Arc<Server>) {
         for _ in 0..shards {
             let removed = server.keyspace.sweep_shard(shard, 4);
             if !removed.is_empty() {
-                server.stats.expired_keys.fetch_add(removed.len() as u64, Ordering::Relaxed);
+                server
+                    .stats
+                    .expired_keys
+                    .fetch_add(removed.len() as u64, Ordering::Relaxed);
             }
             shard = (shard + 1) % shards;
         }
@@ -319,9 +391,20 @@ pub async fn cron(server: Arc<Server>) {
 
 /// Logs where the server listens, in one line.
 pub fn log_ready(tcp: &[TcpListener], unix: &Option<UnixListener>, server: &Server) {
-    let mut places: Vec<String> = tcp.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.to_string()).collect();
+    let mut places: Vec<String> = tcp
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .map(|a| a.to_string())
+        .collect();
     if unix.is_some() {
-        places.push(format!("unix:{}", server.config.unixsocket().unwrap_or_default()));
+        places.push(format!(
+            "unix:{}",
+            server.config.unixsocket().unwrap_or_default()
+        ));
     }
-    info!(version = env!("CARGO_PKG_VERSION"), "ready to accept connections on {}", places.join(", "));
+    info!(
+        version = env!("CARGO_PKG_VERSION"),
+        "ready to accept connections on {}",
+        places.join(", ")
+    );
 }

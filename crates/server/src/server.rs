@@ -39,7 +39,9 @@ pub struct Server {
 impl Server {
     pub fn new(config: Config) -> Server {
         let databases = config.databases();
-        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
         let shards = (threads * 16).clamp(16, 256);
         let keyspace = Keyspace::new(databases, shards);
         let now = keyspace.clock().now();
@@ -80,5 +82,7 @@ impl Server {
 pub fn random_hex(len: usize) -> String {
     use rand::Rng;
     let mut rng = rand::thread_rng();
-    (0..len).map(|_| char::from_digit(rng.gen_range(0..16), 16).unwrap_or('0')).collect()
+    (0..len)
+        .map(|_| char::from_digit(rng.gen_range(0..16), 16).unwrap_or('0'))
+        .collect()
 }

@@ -145,7 +145,10 @@ pub enum BeginSearch {
     /// At a fixed argument index.
     Index(i32),
     /// After the first `keyword` found searching from `start_from` (negative: from the end).
-    Keyword { keyword: &'static str, start_from: i32 },
+    Keyword {
+        keyword: &'static str,
+        start_from: i32,
+    },
 }
 
 /// How keys are found once the search has begun.
@@ -153,10 +156,18 @@ pub enum BeginSearch {
 pub enum FindKeys {
     /// Keys from the begin index to `last_key` (relative; -1 is the last argument, or when
     /// `limit` > 1 the range is cut to 1/limit of the remaining arguments), stepping `key_step`.
-    Range { last_key: i32, key_step: i32, limit: i32 },
+    Range {
+        last_key: i32,
+        key_step: i32,
+        limit: i32,
+    },
     /// The argument at `key_num_index` (relative) holds the number of keys, which start at
     /// `first_key` (relative) and step `key_step`.
-    Keynum { key_num_index: i32, first_key: i32, key_step: i32 },
+    Keynum {
+        key_num_index: i32,
+        first_key: i32,
+        key_step: i32,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -173,7 +184,11 @@ impl KeySpec {
         KeySpec {
             flags,
             begin: BeginSearch::Index(index),
-            find: FindKeys::Range { last_key: 0, key_step: 1, limit: 0 },
+            find: FindKeys::Range {
+                last_key: 0,
+                key_step: 1,
+                limit: 0,
+            },
             notes: None,
         }
     }
@@ -183,7 +198,11 @@ impl KeySpec {
         KeySpec {
             flags,
             begin: BeginSearch::Index(index),
-            find: FindKeys::Range { last_key: -1, key_step: step, limit: 0 },
+            find: FindKeys::Range {
+                last_key: -1,
+                key_step: step,
+                limit: 0,
+            },
             notes: None,
         }
     }
@@ -474,7 +493,11 @@ impl CommandSpec {
 /// Resolves the positions of a command's keys from its key specs (what `COMMAND GETKEYS`
 /// reports and what the gatekeeper locks). `Err` when the arguments contradict the specs
 /// (e.g. a key count that is not a number or too large).
-pub fn key_positions(spec: &CommandSpec, args: &[Bytes], out: &mut Vec<usize>) -> Result<(), KeysError> {
+pub fn key_positions(
+    spec: &CommandSpec,
+    args: &[Bytes],
+    out: &mut Vec<usize>,
+) -> Result<(), KeysError> {
     out.clear();
     let argc = args.len() as i64;
     for ks in spec.key_specs {
@@ -483,7 +506,10 @@ pub fn key_positions(spec: &CommandSpec, args: &[Bytes], out: &mut Vec<usize>) -
         }
         let begin = match ks.begin {
             BeginSearch::Index(i) => i as i64,
-            BeginSearch::Keyword { keyword, start_from } => {
+            BeginSearch::Keyword {
+                keyword,
+                start_from,
+            } => {
                 let (mut i, end, step) = if start_from >= 0 {
                     (start_from as i64, argc, 1i64)
                 } else {
@@ -491,7 +517,10 @@ pub fn key_positions(spec: &CommandSpec, args: &[Bytes], out: &mut Vec<usize>) -
                 };
                 let mut found = None;
                 while (step > 0 && i < end) || (step < 0 && i > end) {
-                    if i >= 1 && i < argc && args[i as usize].eq_ignore_ascii_case(keyword.as_bytes()) {
+                    if i >= 1
+                        && i < argc
+                        && args[i as usize].eq_ignore_ascii_case(keyword.as_bytes())
+                    {
                         found = Some(i + 1);
                         break;
                     }
@@ -507,7 +536,11 @@ pub fn key_positions(spec: &CommandSpec, args: &[Bytes], out: &mut Vec<usize>) -
             continue;
         }
         match ks.find {
-            FindKeys::Range { last_key, key_step, limit } => {
+            FindKeys::Range {
+                last_key,
+                key_step,
+                limit,
+            } => {
                 let last = if last_key >= 0 {
                     begin + last_key as i64
                 } else if limit <= 1 {
@@ -525,7 +558,11 @@ pub fn key_positions(spec: &CommandSpec, args: &[Bytes], out: &mut Vec<usize>) -
                     return Err(KeysError::Invalid);
                 }
             }
-            FindKeys::Keynum { key_num_index, first_key, key_step } => {
+            FindKeys::Keynum {
+                key_num_index,
+                first_key,
+                key_step,
+            } => {
                 let num_at = begin + key_num_index as i64;
                 if num_at >= argc {
                     return Err(KeysError::Invalid);

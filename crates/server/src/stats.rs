@@ -32,7 +32,10 @@ pub struct Stats {
 
 impl Stats {
     pub fn new(commands: usize) -> Stats {
-        Stats { commands: (0..commands).map(|_| CommandStats::default()).collect(), ..Stats::default() }
+        Stats {
+            commands: (0..commands).map(|_| CommandStats::default()).collect(),
+            ..Stats::default()
+        }
     }
 
     /// Counts one error reply by its prefix (the text up to the first space).
@@ -116,7 +119,9 @@ pub fn slowlog_args(args: &[bytes::Bytes]) -> Vec<Vec<u8>> {
             out.push(format!("... ({} more arguments)", args.len() - shown + 1).into_bytes());
         } else if arg.len() > SLOWLOG_MAX_ARG_LEN {
             let mut cut = arg[..SLOWLOG_MAX_ARG_LEN].to_vec();
-            cut.extend_from_slice(format!("... ({} more bytes)", arg.len() - SLOWLOG_MAX_ARG_LEN).as_bytes());
+            cut.extend_from_slice(
+                format!("... ({} more bytes)", arg.len() - SLOWLOG_MAX_ARG_LEN).as_bytes(),
+            );
             out.push(cut);
         } else {
             out.push(arg.to_vec());

@@ -61,7 +61,10 @@ fn lower<'b>(name: &[u8], buffer: &'b mut [u8; MAX_NAME_LEN]) -> Option<&'b str>
 
 impl CommandTable {
     fn build() -> CommandTable {
-        let mut table = CommandTable { commands: Vec::new(), top: HashMap::new() };
+        let mut table = CommandTable {
+            commands: Vec::new(),
+            top: HashMap::new(),
+        };
         for family in FAMILIES {
             for spec in family.iter() {
                 let id = table.push(spec, spec.name.to_string(), None);
@@ -70,19 +73,43 @@ impl CommandTable {
                 for sub in spec.subcommands {
                     let sub_id = table.push(sub, format!("{}|{}", spec.name, sub.name), Some(id));
                     let previous = table.commands[id].subcommands.insert(sub.name, sub_id);
-                    assert!(previous.is_none(), "subcommand {}|{} declared twice", spec.name, sub.name);
+                    assert!(
+                        previous.is_none(),
+                        "subcommand {}|{} declared twice",
+                        spec.name,
+                        sub.name
+                    );
                 }
             }
         }
         table
     }
 
-    fn push(&mut self, spec: &'static CommandSpec, full_name: String, parent: Option<usize>) -> usize {
-        assert!(spec.name.bytes().all(|b| !b.is_ascii_uppercase()), "names are lower-case: {}", spec.name);
+    fn push(
+        &mut self,
+        spec: &'static CommandSpec,
+        full_name: String,
+        parent: Option<usize>,
+    ) -> usize {
+        assert!(
+            spec.name.bytes().all(|b| !b.is_ascii_uppercase()),
+            "names are lower-case: {}",
+            spec.name
+        );
         assert!(spec.arity != 0, "arity 0 for {full_name}");
-        assert_eq!(spec.handler.is_none(), !spec.subcommands.is_empty(), "{full_name}: a container has no handler, anything else has one");
+        assert_eq!(
+            spec.handler.is_none(),
+            !spec.subcommands.is_empty(),
+            "{full_name}: a container has no handler, anything else has one"
+        );
         let id = self.commands.len();
-        self.commands.push(Command { spec, id, full_name, parent, subcommands: HashMap::new() });
+        self.commands.push(Command {
+            spec,
+            id,
+            full_name,
+            parent,
+            subcommands: HashMap::new(),
+        });
         id
     }
 
@@ -126,8 +153,15 @@ impl CommandTable {
     }
 
     /// The subcommands of a container.
-    pub fn subcommands_of<'a>(&'a self, parent: &'a Command) -> impl Iterator<Item = &'a Command> + 'a {
-        parent.spec.subcommands.iter().map(move |sub| &self.commands[parent.subcommands[sub.name]])
+    pub fn subcommands_of<'a>(
+        &'a self,
+        parent: &'a Command,
+    ) -> impl Iterator<Item = &'a Command> + 'a {
+        parent
+            .spec
+            .subcommands
+            .iter()
+            .map(move |sub| &self.commands[parent.subcommands[sub.name]])
     }
 
     pub fn len(&self) -> usize {

@@ -34,14 +34,21 @@ fn encode(args: &[&[u8]]) -> Vec<u8> {
 fn integer(conn: &mut RawConn, args: &[&[u8]]) -> i64 {
     conn.send(&encode(args));
     let line = read_line(conn);
-    line.trim_end().strip_prefix(':').and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("not an integer: {line:?}"))
+    line.trim_end()
+        .strip_prefix(':')
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not an integer: {line:?}"))
 }
 
 /// Sends a command whose reply is one bulk string (RESP2) and returns it.
 fn bulk(conn: &mut RawConn, args: &[&[u8]]) -> String {
     conn.send(&encode(args));
     let header = read_line(conn);
-    let len: usize = header.trim_end().trim_start_matches(['$', '=']).parse().expect("bulk header");
+    let len: usize = header
+        .trim_end()
+        .trim_start_matches(['$', '='])
+        .parse()
+        .expect("bulk header");
     let body = conn.read_n(len + 2);
     String::from_utf8_lossy(&body[..len]).into_owned()
 }
@@ -64,15 +71,36 @@ fn hello_switches_protocol_and_describes_the_server() {
     // RESP3 from now on: a null is `_`.
     raw.expect(&[b"CLIENT", b"GETNAME"], b"_\r\n");
     raw.expect(&[b"HELLO"], &hello_map(true, 3, id));
-    raw.expect(&[b"HELLO", b"2", b"SETNAME", b"conn1"], &hello_map(false, 2, id));
+    raw.expect(
+        &[b"HELLO", b"2", b"SETNAME", b"conn1"],
+        &hello_map(false, 2, id),
+    );
     raw.expect(&[b"CLIENT", b"GETNAME"], b"$5\r\nconn1\r\n");
-    raw.expect(&[b"HELLO", b"4"], b"-NOPROTO unsupported protocol version\r\n");
-    raw.expect(&[b"HELLO", b"1"], b"-NOPROTO unsupported protocol version\r\n");
-    raw.expect(&[b"HELLO", b"x"], b"-ERR Protocol version is not an integer or out of range\r\n");
-    raw.expect(&[b"HELLO", b"3", b"FOO"], b"-ERR Syntax error in HELLO option 'FOO'\r\n");
-    raw.expect(&[b"HELLO", b"3", b"AUTH", b"bob", b"pw"], b"-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+    raw.expect(
+        &[b"HELLO", b"4"],
+        b"-NOPROTO unsupported protocol version\r\n",
+    );
+    raw.expect(
+        &[b"HELLO", b"1"],
+        b"-NOPROTO unsupported protocol version\r\n",
+    );
+    raw.expect(
+        &[b"HELLO", b"x"],
+        b"-ERR Protocol version is not an integer or out of range\r\n",
+    );
+    raw.expect(
+        &[b"HELLO", b"3", b"FOO"],
+        b"-ERR Syntax error in HELLO option 'FOO'\r\n",
+    );
+    raw.expect(
+        &[b"HELLO", b"3", b"AUTH", b"bob", b"pw"],
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+    );
     // The default user takes any password when none is configured.
-    raw.expect(&[b"HELLO", b"2", b"AUTH", b"default", b"anything"], &hello_map(false, 2, id));
+    raw.expect(
+        &[b"HELLO", b"2", b"AUTH", b"default", b"anything"],
+        &hello_map(false, 2, id),
+    );
     raw.expect(
         &[b"HELLO", b"2", b"SETNAME", b"bad name"],
         b"-ERR Client names cannot contain spaces, newlines or special characters.\r\n",
@@ -88,7 +116,10 @@ fn auth_without_a_password_configured() {
         b"-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?\r\n",
     );
     raw.expect(&[b"AUTH", b"default", b"x"], b"+OK\r\n");
-    raw.expect(&[b"AUTH", b"someone", b"x"], b"-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+    raw.expect(
+        &[b"AUTH", b"someone", b"x"],
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+    );
     raw.expect(&[b"AUTH", b"a", b"b", b"c"], b"-ERR syntax error\r\n");
 }
 
@@ -101,7 +132,10 @@ fn auth_with_requirepass() {
         &[b"HELLO", b"3"],
         b"-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time\r\n",
     );
-    raw.expect(&[b"AUTH", b"wrong"], b"-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+    raw.expect(
+        &[b"AUTH", b"wrong"],
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+    );
     raw.expect(&[b"AUTH", b"s3cret"], b"+OK\r\n");
     raw.expect(&[b"PING"], b"+PONG\r\n");
     // RESET forgets the authentication when a password is required.
@@ -109,7 +143,10 @@ fn auth_with_requirepass() {
     raw.expect(&[b"PING"], b"-NOAUTH Authentication required.\r\n");
 
     let mut other = server.raw();
-    other.expect(&[b"HELLO", b"3", b"AUTH", b"default", b"nope"], b"-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+    other.expect(
+        &[b"HELLO", b"3", b"AUTH", b"default", b"nope"],
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+    );
     other.send(&encode(&[b"HELLO", b"3", b"AUTH", b"default", b"s3cret"]));
     assert_eq!(read_line(&mut other), "%7\r\n");
 }
@@ -130,7 +167,10 @@ fn reset_restores_a_fresh_connection() {
     assert!(info.contains(" flags=N "), "{info}");
     assert!(info.contains(" resp=2 "), "{info}");
     assert!(info.contains(" name= "), "{info}");
-    raw.expect(&[b"RESET", b"x"], b"-ERR wrong number of arguments for 'reset' command\r\n");
+    raw.expect(
+        &[b"RESET", b"x"],
+        b"-ERR wrong number of arguments for 'reset' command\r\n",
+    );
 }
 
 #[test]
@@ -155,7 +195,10 @@ fn client_id_name_info_and_list() {
     raw.expect(&[b"CLIENT", b"SETNAME", b"my-conn"], b"+OK\r\n");
 
     let info = bulk(&mut raw, &[b"CLIENT", b"INFO"]);
-    assert!(info.starts_with(&format!("id={id} addr=127.0.0.1:")), "{info}");
+    assert!(
+        info.starts_with(&format!("id={id} addr=127.0.0.1:")),
+        "{info}"
+    );
     assert!(info.contains(" name=my-conn "), "{info}");
     assert!(info.contains(" cmd=client|info "), "{info}");
     assert!(info.ends_with("lib-name= lib-ver=\n"), "{info}");
@@ -165,17 +208,38 @@ fn client_id_name_info_and_list() {
     let list = bulk(&mut raw, &[b"CLIENT", b"LIST"]);
     assert_eq!(list.lines().count(), 2, "{list}");
     assert!(list.contains(&format!("id={other_id} ")), "{list}");
-    let by_id = bulk(&mut raw, &[b"CLIENT", b"LIST", b"ID", other_id.to_string().as_bytes(), b"99999"]);
+    let by_id = bulk(
+        &mut raw,
+        &[
+            b"CLIENT",
+            b"LIST",
+            b"ID",
+            other_id.to_string().as_bytes(),
+            b"99999",
+        ],
+    );
     assert_eq!(by_id.lines().count(), 1, "{by_id}");
     assert!(by_id.starts_with(&format!("id={other_id} ")), "{by_id}");
     let normal = bulk(&mut raw, &[b"CLIENT", b"LIST", b"TYPE", b"normal"]);
     assert_eq!(normal.lines().count(), 2);
     raw.expect(&[b"CLIENT", b"LIST", b"TYPE", b"pubsub"], b"$0\r\n\r\n");
-    raw.expect(&[b"CLIENT", b"LIST", b"TYPE", b"nope"], b"-ERR Unknown client type 'nope'\r\n");
-    raw.expect(&[b"CLIENT", b"LIST", b"ID", b"x"], b"-ERR Invalid client ID\r\n");
+    raw.expect(
+        &[b"CLIENT", b"LIST", b"TYPE", b"nope"],
+        b"-ERR Unknown client type 'nope'\r\n",
+    );
+    raw.expect(
+        &[b"CLIENT", b"LIST", b"ID", b"x"],
+        b"-ERR Invalid client ID\r\n",
+    );
     raw.expect(&[b"CLIENT", b"LIST", b"bad"], b"-ERR syntax error\r\n");
-    raw.expect(&[b"CLIENT", b"NOPE"], b"-ERR unknown subcommand 'NOPE'. Try CLIENT HELP.\r\n");
-    raw.expect(&[b"CLIENT"], b"-ERR wrong number of arguments for 'client' command\r\n");
+    raw.expect(
+        &[b"CLIENT", b"NOPE"],
+        b"-ERR unknown subcommand 'NOPE'. Try CLIENT HELP.\r\n",
+    );
+    raw.expect(
+        &[b"CLIENT"],
+        b"-ERR wrong number of arguments for 'client' command\r\n",
+    );
 
     // CLIENT INFO in RESP3 is a verbatim string.
     raw.expect(&[b"HELLO", b"3"], &hello_map(true, 3, id));
@@ -191,22 +255,37 @@ fn client_id_name_info_and_list() {
 fn client_setinfo_no_evict_no_touch_and_tracking_stubs() {
     let server = TestServer::start(&[]);
     let mut raw = server.raw();
-    raw.expect(&[b"CLIENT", b"SETINFO", b"LIB-NAME", b"redis-py"], b"+OK\r\n");
+    raw.expect(
+        &[b"CLIENT", b"SETINFO", b"LIB-NAME", b"redis-py"],
+        b"+OK\r\n",
+    );
     raw.expect(&[b"CLIENT", b"SETINFO", b"lib-ver", b"5.0.1"], b"+OK\r\n");
     raw.expect(
         &[b"CLIENT", b"SETINFO", b"lib-name", b"a b"],
         b"-ERR lib-name cannot contain spaces, newlines or special characters.\r\n",
     );
-    raw.expect(&[b"CLIENT", b"SETINFO", b"color", b"red"], b"-ERR Unrecognized option 'color'\r\n");
+    raw.expect(
+        &[b"CLIENT", b"SETINFO", b"color", b"red"],
+        b"-ERR Unrecognized option 'color'\r\n",
+    );
     let info = bulk(&mut raw, &[b"CLIENT", b"INFO"]);
-    assert!(info.ends_with("lib-name=redis-py lib-ver=5.0.1\n"), "{info}");
+    assert!(
+        info.ends_with("lib-name=redis-py lib-ver=5.0.1\n"),
+        "{info}"
+    );
 
     raw.expect(&[b"CLIENT", b"NO-EVICT", b"ON"], b"+OK\r\n");
     raw.expect(&[b"CLIENT", b"NO-TOUCH", b"on"], b"+OK\r\n");
     let info = bulk(&mut raw, &[b"CLIENT", b"INFO"]);
     assert!(info.contains(" flags=eT "), "{info}");
-    raw.expect(&[b"CLIENT", b"NO-EVICT", b"maybe"], b"-ERR syntax error\r\n");
-    raw.expect(&[b"CLIENT", b"NO-TOUCH", b"maybe"], b"-ERR syntax error\r\n");
+    raw.expect(
+        &[b"CLIENT", b"NO-EVICT", b"maybe"],
+        b"-ERR syntax error\r\n",
+    );
+    raw.expect(
+        &[b"CLIENT", b"NO-TOUCH", b"maybe"],
+        b"-ERR syntax error\r\n",
+    );
     raw.expect(&[b"CLIENT", b"NO-EVICT", b"OFF"], b"+OK\r\n");
     raw.expect(&[b"CLIENT", b"NO-TOUCH", b"OFF"], b"+OK\r\n");
 
@@ -216,12 +295,21 @@ fn client_setinfo_no_evict_no_touch_and_tracking_stubs() {
         b"*6\r\n$5\r\nflags\r\n*1\r\n+off\r\n$8\r\nredirect\r\n:-1\r\n$8\r\nprefixes\r\n*0\r\n",
     );
     raw.expect(&[b"CLIENT", b"UNBLOCK", b"12345"], b":0\r\n");
-    raw.expect(&[b"CLIENT", b"UNBLOCK", b"1", b"later"], b"-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n");
-    raw.expect(&[b"CLIENT", b"UNBLOCK", b"x"], b"-ERR value is not an integer or out of range\r\n");
+    raw.expect(
+        &[b"CLIENT", b"UNBLOCK", b"1", b"later"],
+        b"-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n",
+    );
+    raw.expect(
+        &[b"CLIENT", b"UNBLOCK", b"x"],
+        b"-ERR value is not an integer or out of range\r\n",
+    );
     raw.send(&encode(&[b"CLIENT", b"HELP"]));
     let header = read_line(&mut raw);
     assert!(header.starts_with('*'), "{header}");
-    assert_eq!(read_line(&mut raw), "+CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n");
+    assert_eq!(
+        read_line(&mut raw),
+        "+CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n"
+    );
 }
 
 #[test]
@@ -232,18 +320,42 @@ fn client_kill_closes_another_connection() {
     let victim_id = integer(&mut victim, &[b"CLIENT", b"ID"]);
     let killer_id = integer(&mut killer, &[b"CLIENT", b"ID"]);
 
-    killer.expect(&[b"CLIENT", b"KILL", b"ID", b"0"], b"-ERR client-id should be greater than 0\r\n");
-    killer.expect(&[b"CLIENT", b"KILL", b"ID", b"x"], b"-ERR value is not an integer or out of range\r\n");
-    killer.expect(&[b"CLIENT", b"KILL", b"TYPE", b"odd"], b"-ERR Unknown client type 'odd'\r\n");
-    killer.expect(&[b"CLIENT", b"KILL", b"USER", b"bob"], b"-ERR No such user 'bob'\r\n");
-    killer.expect(&[b"CLIENT", b"KILL", b"SKIPME", b"maybe"], b"-ERR syntax error\r\n");
+    killer.expect(
+        &[b"CLIENT", b"KILL", b"ID", b"0"],
+        b"-ERR client-id should be greater than 0\r\n",
+    );
+    killer.expect(
+        &[b"CLIENT", b"KILL", b"ID", b"x"],
+        b"-ERR value is not an integer or out of range\r\n",
+    );
+    killer.expect(
+        &[b"CLIENT", b"KILL", b"TYPE", b"odd"],
+        b"-ERR Unknown client type 'odd'\r\n",
+    );
+    killer.expect(
+        &[b"CLIENT", b"KILL", b"USER", b"bob"],
+        b"-ERR No such user 'bob'\r\n",
+    );
+    killer.expect(
+        &[b"CLIENT", b"KILL", b"SKIPME", b"maybe"],
+        b"-ERR syntax error\r\n",
+    );
     killer.expect(&[b"CLIENT", b"KILL", b"ID"], b"-ERR No such client\r\n");
-    killer.expect(&[b"CLIENT", b"KILL", b"1.2.3.4:5"], b"-ERR No such client\r\n");
+    killer.expect(
+        &[b"CLIENT", b"KILL", b"1.2.3.4:5"],
+        b"-ERR No such client\r\n",
+    );
     killer.expect(&[b"CLIENT", b"KILL", b"ID", b"999999"], b":0\r\n");
     // SKIPME defaults to yes: killing by our own id finds nobody.
-    killer.expect(&[b"CLIENT", b"KILL", b"ID", killer_id.to_string().as_bytes()], b":0\r\n");
+    killer.expect(
+        &[b"CLIENT", b"KILL", b"ID", killer_id.to_string().as_bytes()],
+        b":0\r\n",
+    );
 
-    killer.expect(&[b"CLIENT", b"KILL", b"ID", victim_id.to_string().as_bytes()], b":1\r\n");
+    killer.expect(
+        &[b"CLIENT", b"KILL", b"ID", victim_id.to_string().as_bytes()],
+        b":1\r\n",
+    );
     assert!(victim.is_closed());
     killer.expect(&[b"PING"], b"+PONG\r\n");
 
@@ -258,11 +370,31 @@ fn client_kill_closes_another_connection() {
     let mut third = server.raw();
     third.expect(&[b"PING"], b"+PONG\r\n");
     let laddr = format!("127.0.0.1:{}", server.port);
-    killer.expect(&[b"CLIENT", b"KILL", b"LADDR", laddr.as_bytes(), b"TYPE", b"normal"], b":1\r\n");
+    killer.expect(
+        &[
+            b"CLIENT",
+            b"KILL",
+            b"LADDR",
+            laddr.as_bytes(),
+            b"TYPE",
+            b"normal",
+        ],
+        b":1\r\n",
+    );
     assert!(third.is_closed());
 
     // SKIPME no closes our own connection too, after the reply.
-    killer.expect(&[b"CLIENT", b"KILL", b"ADDR", killer.stream.local_addr().unwrap().to_string().as_bytes(), b"SKIPME", b"no"], b":1\r\n");
+    killer.expect(
+        &[
+            b"CLIENT",
+            b"KILL",
+            b"ADDR",
+            killer.stream.local_addr().unwrap().to_string().as_bytes(),
+            b"SKIPME",
+            b"no",
+        ],
+        b":1\r\n",
+    );
     assert!(killer.is_closed());
 }
 
@@ -284,19 +416,34 @@ fn client_reply_off_and_skip() {
     // Nothing arrives while replies are off.
     raw.send(&encode(&[b"CLIENT", b"REPLY", b"OFF"]));
     raw.send(&encode(&[b"PING"]));
-    raw.stream.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    raw.stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
     let mut byte = [0u8; 1];
-    assert!(raw.stream.read(&mut byte).is_err(), "a reply arrived while replies were off");
+    assert!(
+        raw.stream.read(&mut byte).is_err(),
+        "a reply arrived while replies were off"
+    );
 }
 
 #[test]
 fn redis_crate_handshake_works() {
     let server = TestServer::start(&[]);
     let mut conn = server.client();
-    let name: Option<String> = redis::cmd("CLIENT").arg("GETNAME").query(&mut conn).unwrap();
+    let name: Option<String> = redis::cmd("CLIENT")
+        .arg("GETNAME")
+        .query(&mut conn)
+        .unwrap();
     assert_eq!(name, None);
-    let _: () = redis::cmd("CLIENT").arg("SETNAME").arg("crate").query(&mut conn).unwrap();
-    let name: Option<String> = redis::cmd("CLIENT").arg("GETNAME").query(&mut conn).unwrap();
+    let _: () = redis::cmd("CLIENT")
+        .arg("SETNAME")
+        .arg("crate")
+        .query(&mut conn)
+        .unwrap();
+    let name: Option<String> = redis::cmd("CLIENT")
+        .arg("GETNAME")
+        .query(&mut conn)
+        .unwrap();
     assert_eq!(name.as_deref(), Some("crate"));
     let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut conn).unwrap();
     assert!(id > 0);

@@ -191,12 +191,14 @@ fn expire_option_errors() {
     raw.expect(&[b"EXPIRE", b"missing", b"-1"], b":0\r\n");
 }
 
+/// (options, key has a TTL of 100 s?, new TTL, expected reply, expected TTL afterwards)
+type ExpireCase<'a> = (&'a [&'a [u8]], bool, &'a [u8], &'a [u8], i64);
+
 #[test]
 fn expire_nx_xx_gt_lt_matrix() {
     let server = TestServer::start(&[]);
     let mut raw = server.raw();
-    // (options, key has a TTL of 100 s?, new TTL, expected reply, expected TTL afterwards)
-    let cases: &[(&[&[u8]], bool, &[u8], &[u8], i64)] = &[
+    let cases: &[ExpireCase] = &[
         (&[b"NX"], true, b"200", b":0\r\n", 100),
         (&[b"NX"], false, b"200", b":1\r\n", 200),
         (&[b"XX"], true, b"200", b":1\r\n", 200),

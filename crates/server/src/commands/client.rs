@@ -10,18 +10,16 @@ use super::{err, is, parse_i64, Ctx};
 use crate::client::{ClientShared, ReplyMode};
 use crate::spec::{acl, flag, Arg, CommandSpec, Group};
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "client",
-        group: Group::Connection,
-        summary: "Groups the subcommands that inspect and manage client connections.",
-        since: "2.4.0",
-        complexity: "Depends on subcommand.",
-        arity: -2,
-        subcommands: CLIENT_SUBCOMMANDS,
-        ..CommandSpec::BASE
-    },
-];
+pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "client",
+    group: Group::Connection,
+    summary: "Groups the subcommands that inspect and manage client connections.",
+    since: "2.4.0",
+    complexity: "Depends on subcommand.",
+    arity: -2,
+    subcommands: CLIENT_SUBCOMMANDS,
+    ..CommandSpec::BASE
+}];
 
 static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec {
@@ -268,7 +266,10 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
 /// the given lines, and a closing entry for HELP itself.
 pub(crate) fn help_reply(reply: &mut Reply, command: &str, lines: &[&str]) {
     reply.array(lines.len() + 3);
-    let header = format!("{} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", command.to_uppercase());
+    let header = format!(
+        "{} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        command.to_uppercase()
+    );
     reply.simple(header.as_bytes());
     for line in lines {
         reply.simple(line.as_bytes());
@@ -347,18 +348,27 @@ fn client_setinfo(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     } else if is(attribute, "LIB-VER") {
         &ctx.client.shared.lib_ver
     } else {
-        let message = format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(attribute));
+        let message = format!(
+            "ERR Unrecognized option '{}'",
+            String::from_utf8_lossy(attribute)
+        );
         ctx.reply.error(message.as_bytes());
         return;
     };
     let value = &args[3];
     if !valid_client_attr(value) {
-        let message =
-            format!("ERR {} cannot contain spaces, newlines or special characters.", String::from_utf8_lossy(attribute));
+        let message = format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            String::from_utf8_lossy(attribute)
+        );
         ctx.reply.error(message.as_bytes());
         return;
     }
-    *slot.lock() = if value.is_empty() { None } else { Some(value.clone()) };
+    *slot.lock() = if value.is_empty() {
+        None
+    } else {
+        Some(value.clone())
+    };
     ctx.reply.ok();
 }
 
@@ -391,7 +401,10 @@ fn client_type_of(_client: &ClientShared) -> ClientType {
 }
 
 fn unknown_type(ctx: &mut Ctx<'_, '_>, name: &[u8]) {
-    let message = format!("ERR Unknown client type '{}'", String::from_utf8_lossy(name));
+    let message = format!(
+        "ERR Unknown client type '{}'",
+        String::from_utf8_lossy(name)
+    );
     ctx.reply.error(message.as_bytes());
 }
 
@@ -624,7 +637,8 @@ fn client_unblock(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         return;
     }
     if args.len() == 4 && !is(&args[3], "TIMEOUT") && !is(&args[3], "ERROR") {
-        ctx.reply.error(b"ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+        ctx.reply
+            .error(b"ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
         return;
     }
     if parse_i64(&args[2]).is_none() {

@@ -8,25 +8,24 @@ use latch_protocol::Reply;
 use super::client::help_reply;
 use super::{err, is, Ctx};
 use crate::spec::{
-    acl, flag, key_positions, keyflag, Arg, ArgType, BeginSearch, CommandSpec, FindKeys, Group, KeySpec,
+    acl, flag, key_positions, keyflag, Arg, ArgType, BeginSearch, CommandSpec, FindKeys, Group,
+    KeySpec,
 };
 use crate::table::{table, Command};
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "command",
-        group: Group::Server,
-        summary: "Describes the commands this server knows (all of them without a subcommand).",
-        since: "2.8.13",
-        complexity: "O(N) where N is the total number of Redis commands",
-        arity: -1,
-        flags: flag::LOADING | flag::STALE,
-        acl: acl::CONNECTION,
-        tips: &["nondeterministic_output_order"],
-        subcommands: COMMAND_SUBCOMMANDS,
-        ..CommandSpec::BASE
-    },
-];
+pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "command",
+    group: Group::Server,
+    summary: "Describes the commands this server knows (all of them without a subcommand).",
+    since: "2.8.13",
+    complexity: "O(N) where N is the total number of Redis commands",
+    arity: -1,
+    flags: flag::LOADING | flag::STALE,
+    acl: acl::CONNECTION,
+    tips: &["nondeterministic_output_order"],
+    subcommands: COMMAND_SUBCOMMANDS,
+    ..CommandSpec::BASE
+}];
 
 static COMMAND_SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec {
@@ -194,7 +193,10 @@ fn command_docs(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let found: Vec<&Command> = if args.len() == 2 {
         table.top_level().collect()
     } else {
-        args[2..].iter().filter_map(|name| table.by_full_name(name)).collect()
+        args[2..]
+            .iter()
+            .filter_map(|name| table.by_full_name(name))
+            .collect()
     };
     ctx.reply.map(found.len());
     for command in found {
@@ -225,7 +227,7 @@ fn command_list(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         } else if is(kind, "ACLCAT") {
             let category = acl::NAMES
                 .iter()
-                .find(|(_, name)| name[1..].as_bytes().eq_ignore_ascii_case(value))
+                .find(|(_, name)| name.as_bytes()[1..].eq_ignore_ascii_case(value))
                 .map(|(bit, _)| *bit)
                 .unwrap_or(0);
             Filter::AclCategory(category)
@@ -282,12 +284,17 @@ fn getkeys(ctx: &mut Ctx<'_, '_>, args: &[Bytes], with_flags: bool) {
         return;
     };
     let spec = command.spec;
-    if !spec.key_specs.iter().any(|ks| ks.flags & keyflag::NOT_KEY == 0) {
+    if !spec
+        .key_specs
+        .iter()
+        .any(|ks| ks.flags & keyflag::NOT_KEY == 0)
+    {
         ctx.reply.error(b"ERR The command has no key arguments");
         return;
     }
     if !spec.arity_ok(target.len()) {
-        ctx.reply.error(b"ERR Invalid number of arguments specified for command");
+        ctx.reply
+            .error(b"ERR Invalid number of arguments specified for command");
         return;
     }
     // One key spec at a time, so every key carries its own spec's flags.
@@ -298,7 +305,10 @@ fn getkeys(ctx: &mut Ctx<'_, '_>, args: &[Bytes], with_flags: bool) {
         if key_spec.flags & keyflag::NOT_KEY != 0 {
             continue;
         }
-        let single = CommandSpec { key_specs: std::slice::from_ref(key_spec), ..*spec };
+        let single = CommandSpec {
+            key_specs: std::slice::from_ref(key_spec),
+            ..*spec
+        };
         if key_positions(&single, target, &mut positions).is_err() {
             invalid = true;
             break;
@@ -307,7 +317,12 @@ fn getkeys(ctx: &mut Ctx<'_, '_>, args: &[Bytes], with_flags: bool) {
         let reported = key_spec.flags & !keyflag::INCOMPLETE;
         keys.extend(positions.iter().map(|&p| (p, reported)));
     }
-    if !invalid && spec.key_specs.iter().any(|ks| ks.flags & keyflag::VARIABLE_FLAGS != 0) {
+    if !invalid
+        && spec
+            .key_specs
+            .iter()
+            .any(|ks| ks.flags & keyflag::VARIABLE_FLAGS != 0)
+    {
         if let (Some(flags), [(_, _)]) = (variable_key_flags(command, target), keys.as_slice()) {
             keys[0].1 = flags;
         }
@@ -316,7 +331,8 @@ fn getkeys(ctx: &mut Ctx<'_, '_>, args: &[Bytes], with_flags: bool) {
         if spec.has_flag(flag::NO_MANDATORY_KEYS) {
             ctx.reply.array(0);
         } else {
-            ctx.reply.error(b"ERR Invalid arguments specified for command");
+            ctx.reply
+                .error(b"ERR Invalid arguments specified for command");
         }
         return;
     }
@@ -358,7 +374,11 @@ fn variable_key_flags(command: &Command, args: &[Bytes]) -> Option<u16> {
                     break;
                 }
             }
-            Some(if read_only { keyflag::RO | keyflag::ACCESS } else { READ_WRITE })
+            Some(if read_only {
+                keyflag::RO | keyflag::ACCESS
+            } else {
+                READ_WRITE
+            })
         }
         _ => None,
     }
@@ -371,10 +391,24 @@ fn legacy_range(spec: &CommandSpec) -> ((i64, i64, i64), bool) {
     let mut movable = false;
     match spec.key_specs {
         [] => return ((0, 0, 0), false),
-        [KeySpec { begin: BeginSearch::Index(first), find: FindKeys::Range { last_key, key_step, .. }, flags, .. }] => {
+        [KeySpec {
+            begin: BeginSearch::Index(first),
+            find: FindKeys::Range {
+                last_key, key_step, ..
+            },
+            flags,
+            ..
+        }] => {
             let first = *first as i64;
-            let last = if *last_key >= 0 { first + *last_key as i64 } else { *last_key as i64 };
-            return ((first, last, *key_step as i64), flags & keyflag::INCOMPLETE != 0);
+            let last = if *last_key >= 0 {
+                first + *last_key as i64
+            } else {
+                *last_key as i64
+            };
+            return (
+                (first, last, *key_step as i64),
+                flags & keyflag::INCOMPLETE != 0,
+            );
         }
         _ => {}
     }
@@ -383,8 +417,14 @@ fn legacy_range(spec: &CommandSpec) -> ((i64, i64, i64), bool) {
     let mut last_key: i64 = 0;
     let mut previous_last = 0i64;
     for key_spec in spec.key_specs {
-        let (BeginSearch::Index(position), FindKeys::Range { last_key: relative_last, key_step, .. }) =
-            (key_spec.begin, key_spec.find)
+        let (
+            BeginSearch::Index(position),
+            FindKeys::Range {
+                last_key: relative_last,
+                key_step,
+                ..
+            },
+        ) = (key_spec.begin, key_spec.find)
         else {
             movable = true;
             continue;
@@ -398,7 +438,11 @@ fn legacy_range(spec: &CommandSpec) -> ((i64, i64, i64), bool) {
             movable = true;
         }
         first_key = first_key.min(position);
-        let absolute_last = if relative_last >= 0 { relative_last as i64 + position } else { relative_last as i64 };
+        let absolute_last = if relative_last >= 0 {
+            relative_last as i64 + position
+        } else {
+            relative_last as i64
+        };
         if (absolute_last as u64) > (last_key as u64) {
             last_key = absolute_last;
         }
@@ -412,7 +456,11 @@ fn legacy_range(spec: &CommandSpec) -> ((i64, i64, i64), bool) {
 
 fn reply_flag_set<T: Copy + Into<u64>>(reply: &mut Reply, bits: T, names: &[(T, &str)]) {
     let bits: u64 = bits.into();
-    let shown: Vec<&str> = names.iter().filter(|(bit, _)| bits & (*bit).into() != 0).map(|(_, name)| *name).collect();
+    let shown: Vec<&str> = names
+        .iter()
+        .filter(|(bit, _)| bits & (*bit).into() != 0)
+        .map(|(_, name)| *name)
+        .collect();
     reply.set(shown.len());
     for name in shown {
         reply.simple(name.as_bytes());
@@ -437,7 +485,9 @@ fn reply_info(reply: &mut Reply, command: &Command) {
     // may_replicate and protected are internal, as in Redis.
     let shown: Vec<&str> = flag::NAMES
         .iter()
-        .filter(|(bit, _)| flags & bit != 0 && *bit != flag::MAY_REPLICATE && *bit != flag::PROTECTED)
+        .filter(|(bit, _)| {
+            flags & bit != 0 && *bit != flag::MAY_REPLICATE && *bit != flag::PROTECTED
+        })
         .map(|(_, name)| *name)
         .collect();
     reply.set(shown.len());
@@ -487,7 +537,10 @@ fn reply_key_spec(reply: &mut Reply, key_spec: &KeySpec) {
             reply.bulk(b"index");
             reply.integer(index as i64);
         }
-        BeginSearch::Keyword { keyword, start_from } => {
+        BeginSearch::Keyword {
+            keyword,
+            start_from,
+        } => {
             reply.bulk(b"keyword");
             reply.bulk(b"spec");
             reply.map(2);
@@ -501,7 +554,11 @@ fn reply_key_spec(reply: &mut Reply, key_spec: &KeySpec) {
     reply.map(2);
     reply.bulk(b"type");
     match key_spec.find {
-        FindKeys::Range { last_key, key_step, limit } => {
+        FindKeys::Range {
+            last_key,
+            key_step,
+            limit,
+        } => {
             reply.bulk(b"range");
             reply.bulk(b"spec");
             reply.map(3);
@@ -512,7 +569,11 @@ fn reply_key_spec(reply: &mut Reply, key_spec: &KeySpec) {
             reply.bulk(b"limit");
             reply.integer(limit as i64);
         }
-        FindKeys::Keynum { key_num_index, first_key, key_step } => {
+        FindKeys::Keynum {
+            key_num_index,
+            first_key,
+            key_step,
+        } => {
             reply.bulk(b"keynum");
             reply.bulk(b"spec");
             reply.map(3);
@@ -550,7 +611,14 @@ fn reply_docs(reply: &mut Reply, command: &Command) {
     }
     if spec.doc_flags != 0 {
         reply.bulk(b"doc_flags");
-        reply_flag_set(reply, spec.doc_flags, &[(crate::spec::docflag::DEPRECATED, "deprecated"), (crate::spec::docflag::SYSCALL, "syscmd")]);
+        reply_flag_set(
+            reply,
+            spec.doc_flags,
+            &[
+                (crate::spec::docflag::DEPRECATED, "deprecated"),
+                (crate::spec::docflag::SYSCALL, "syscmd"),
+            ],
+        );
     }
     if let Some(version) = spec.deprecated_since {
         reply.bulk(b"deprecated_since");

@@ -135,7 +135,10 @@ fn select(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         return;
     }
     ctx.client.db = index as usize;
-    ctx.client.shared.db.store(index as usize, std::sync::atomic::Ordering::Relaxed);
+    ctx.client
+        .shared
+        .db
+        .store(index as usize, std::sync::atomic::Ordering::Relaxed);
     ctx.reply.ok();
 }
 
@@ -152,7 +155,8 @@ const NOPROTO: &[u8] = b"NOPROTO unsupported protocol version";
 const WRONGPASS: &[u8] = b"WRONGPASS invalid username-password pair or user is disabled.";
 const AUTH_WITHOUT_PASSWORD: &[u8] = b"ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
 const HELLO_NOAUTH: &[u8] = b"NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time";
-pub const BAD_CLIENT_NAME: &[u8] = b"ERR Client names cannot contain spaces, newlines or special characters.";
+pub const BAD_CLIENT_NAME: &[u8] =
+    b"ERR Client names cannot contain spaces, newlines or special characters.";
 
 /// Whether `value` may be a client name or library attribute: printable ASCII, no spaces
 /// (CLIENT LIST lines are split on spaces).
@@ -165,7 +169,11 @@ pub fn set_client_name(ctx: &mut Ctx<'_, '_>, name: &Bytes) -> bool {
     if !valid_client_attr(name) {
         return false;
     }
-    *ctx.client.shared.name.lock() = if name.is_empty() { None } else { Some(name.clone()) };
+    *ctx.client.shared.name.lock() = if name.is_empty() {
+        None
+    } else {
+        Some(name.clone())
+    };
     true
 }
 
@@ -195,7 +203,8 @@ fn hello(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let mut next = 1;
     if args.len() >= 2 {
         let Some(requested) = parse_i64(&args[1]) else {
-            ctx.reply.error(b"ERR Protocol version is not an integer or out of range");
+            ctx.reply
+                .error(b"ERR Protocol version is not an integer or out of range");
             return;
         };
         if !(2..=3).contains(&requested) {
@@ -221,7 +230,10 @@ fn hello(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             }
             next += 2;
         } else {
-            let message = format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(&args[next]));
+            let message = format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(&args[next])
+            );
             ctx.reply.error(message.as_bytes());
             return;
         }
@@ -231,8 +243,12 @@ fn hello(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         return;
     }
     if let Some(version) = version {
-        ctx.reply.set_resp(if version == 3 { Resp::V3 } else { Resp::V2 });
-        ctx.client.shared.resp.store(version as u8, Ordering::Relaxed);
+        ctx.reply
+            .set_resp(if version == 3 { Resp::V3 } else { Resp::V2 });
+        ctx.client
+            .shared
+            .resp
+            .store(version as u8, Ordering::Relaxed);
     }
     let proto = ctx.client.shared.resp.load(Ordering::Relaxed);
     ctx.reply.map(7);

@@ -13,22 +13,19 @@ use super::client::{help_reply, subcommand_syntax_error};
 use super::{err, is, parse_f64, parse_i64, Ctx};
 use crate::spec::{docflag, flag, CommandSpec, Group, LockPlan};
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "debug",
-        group: Group::Server,
-        summary: "Runs server debugging and testing helpers.",
-        since: "1.0.0",
-        complexity: "Depends on subcommand.",
-        arity: -2,
-        flags: flag::ADMIN | flag::NOSCRIPT | flag::LOADING | flag::STALE | flag::PROTECTED,
-        doc_flags: docflag::SYSCALL,
-        handler: Some(debug),
-        lock: LockPlan::Keys,
-        ..CommandSpec::BASE
-    },
-];
-
+pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "debug",
+    group: Group::Server,
+    summary: "Runs server debugging and testing helpers.",
+    since: "1.0.0",
+    complexity: "Depends on subcommand.",
+    arity: -2,
+    flags: flag::ADMIN | flag::NOSCRIPT | flag::LOADING | flag::STALE | flag::PROTECTED,
+    doc_flags: docflag::SYSCALL,
+    handler: Some(debug),
+    lock: LockPlan::Keys,
+    ..CommandSpec::BASE
+}];
 
 /// DEBUG SLEEP never blocks longer than this (an hour), so a typo cannot hang the server
 /// for good.
@@ -68,7 +65,8 @@ fn debug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
         ctx.reply.ok();
     } else if is(sub, "RELOAD") {
-        ctx.reply.error(b"ERR DEBUG RELOAD needs persistence, which this server does not have yet");
+        ctx.reply
+            .error(b"ERR DEBUG RELOAD needs persistence, which this server does not have yet");
     } else if is(sub, "JMAP") && argc == 2 {
         ctx.reply.ok();
     } else {
@@ -107,7 +105,10 @@ fn debug_help(ctx: &mut Ctx<'_, '_>) {
 
 fn debug_sleep(ctx: &mut Ctx<'_, '_>, arg: &[u8]) {
     // Redis reads the number leniently: anything unparsable sleeps zero seconds.
-    let seconds = parse_f64(arg).filter(|s| s.is_finite() && *s > 0.0).unwrap_or(0.0).min(MAX_SLEEP_S);
+    let seconds = parse_f64(arg)
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .unwrap_or(0.0)
+        .min(MAX_SLEEP_S);
     let pause = Duration::from_secs_f64(seconds);
     if ctx.keys.holds_all() {
         std::thread::sleep(pause);
@@ -145,10 +146,11 @@ fn describe_object(keys: &mut Locked<'_>, db: usize, key: &[u8]) -> Option<Strin
     let entry = entry?;
     let encoding = entry.value.encoding();
     // Redis shares the objects of small integers; they show the "immortal" count.
-    let shared_integer = encoding == "int" && super::parse_i64(match &entry.value {
-        Value::Str(bytes) => bytes,
-    })
-    .is_some_and(|n| (0..10_000).contains(&n));
+    let shared_integer = encoding == "int"
+        && super::parse_i64(match &entry.value {
+            Value::Str(bytes) => bytes,
+        })
+        .is_some_and(|n| (0..10_000).contains(&n));
     let refcount = if shared_integer { i32::MAX as i64 } else { 1 };
     let idle_s = (now.mono_ms / 1000).saturating_sub(entry.access_s as u64);
     let lru_clock = (now.wall_s() as u64) & ((1 << 24) - 1);
@@ -171,7 +173,10 @@ fn debug_object(ctx: &mut Ctx<'_, '_>, key: &Bytes) {
         let line = describe_object(&mut view, db, key);
         let expired = view.effects.expired;
         if expired > 0 {
-            ctx.server.stats.expired_keys.fetch_add(expired, Ordering::Relaxed);
+            ctx.server
+                .stats
+                .expired_keys
+                .fetch_add(expired, Ordering::Relaxed);
         }
         line
     };
@@ -181,6 +186,8 @@ fn debug_object(ctx: &mut Ctx<'_, '_>, key: &Bytes) {
     }
 }
 
+// 3.141 is the sample value Redis replies with, not an approximation of pi.
+#[allow(clippy::approx_constant)]
 fn debug_protocol(ctx: &mut Ctx<'_, '_>, name: &[u8]) {
     let resp3 = ctx.reply.resp() == latch_protocol::Resp::V3;
     let reply = &mut *ctx.reply;

@@ -7,18 +7,16 @@ use super::client::{help_reply, subcommand_syntax_error};
 use super::{is, Ctx};
 use crate::spec::{acl, flag, Arg, CommandSpec, Group};
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "function",
-        group: Group::Scripting,
-        summary: "Groups the subcommands that manage server-side function libraries.",
-        since: "7.0.0",
-        complexity: "Depends on subcommand.",
-        arity: -2,
-        subcommands: FUNCTION_SUBCOMMANDS,
-        ..CommandSpec::BASE
-    },
-];
+pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "function",
+    group: Group::Scripting,
+    summary: "Groups the subcommands that manage server-side function libraries.",
+    since: "7.0.0",
+    complexity: "Depends on subcommand.",
+    arity: -2,
+    subcommands: FUNCTION_SUBCOMMANDS,
+    ..CommandSpec::BASE
+}];
 
 static FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec {
@@ -30,12 +28,11 @@ static FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
         arity: -2,
         flags: flag::NOSCRIPT | flag::WRITE,
         acl: acl::SCRIPTING,
-        arguments: &[
-            Arg::oneof("async", &[
-                Arg::token("async", "ASYNC"),
-                Arg::token("sync", "SYNC"),
-            ]).optional(),
-        ],
+        arguments: &[Arg::oneof(
+            "async",
+            &[Arg::token("async", "ASYNC"), Arg::token("sync", "SYNC")],
+        )
+        .optional()],
         tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
         handler: Some(function_flush),
         ..CommandSpec::BASE
@@ -59,7 +56,8 @@ fn function_flush(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         return subcommand_syntax_error(ctx, args);
     }
     if args.len() == 3 && !is(&args[2], "SYNC") && !is(&args[2], "ASYNC") {
-        ctx.reply.error(b"ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+        ctx.reply
+            .error(b"ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
         return;
     }
     ctx.reply.ok();
@@ -69,6 +67,9 @@ fn function_help(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
     help_reply(
         ctx.reply,
         "function",
-        &["FLUSH [ASYNC|SYNC]", "    Delete every library (and so every function)."],
+        &[
+            "FLUSH [ASYNC|SYNC]",
+            "    Delete every library (and so every function).",
+        ],
     );
 }

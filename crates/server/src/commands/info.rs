@@ -15,26 +15,25 @@ use crate::server::Server;
 use crate::spec::{acl, flag, Arg, CommandSpec, Group};
 use crate::table::table;
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "info",
-        group: Group::Server,
-        summary: "Reports information and statistics about the server, by section.",
-        since: "1.0.0",
-        complexity: "O(1)",
-        arity: -1,
-        flags: flag::LOADING | flag::STALE,
-        acl: acl::DANGEROUS,
-        arguments: &[
-            Arg::string("section").optional().multiple(),
-        ],
-        history: &[("7.0.0", "Several sections may be asked for at once.")],
-        tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"],
-        handler: Some(info),
-        ..CommandSpec::BASE
-    },
-];
-
+pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "info",
+    group: Group::Server,
+    summary: "Reports information and statistics about the server, by section.",
+    since: "1.0.0",
+    complexity: "O(1)",
+    arity: -1,
+    flags: flag::LOADING | flag::STALE,
+    acl: acl::DANGEROUS,
+    arguments: &[Arg::string("section").optional().multiple()],
+    history: &[("7.0.0", "Several sections may be asked for at once.")],
+    tips: &[
+        "nondeterministic_output",
+        "request_policy:all_shards",
+        "response_policy:special",
+    ],
+    handler: Some(info),
+    ..CommandSpec::BASE
+}];
 
 /// Sections in the order Redis prints them, and whether `default` includes them.
 const SECTIONS: &[(&str, bool)] = &[
@@ -55,7 +54,12 @@ const SECTIONS: &[(&str, bool)] = &[
 
 /// Which sections a list of INFO arguments asks for (lower-cased names).
 fn wanted_sections(args: &[Bytes]) -> BTreeSet<&'static str> {
-    let defaults = || SECTIONS.iter().filter(|(_, default)| *default).map(|(name, _)| *name);
+    let defaults = || {
+        SECTIONS
+            .iter()
+            .filter(|(_, default)| *default)
+            .map(|(name, _)| *name)
+    };
     if args.is_empty() {
         return defaults().collect();
     }
@@ -87,7 +91,10 @@ fn info(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 
 /// Runs `visit` with every shard held: the command's own view when it already holds them all
 /// (inside a transaction), else a fresh lock of the whole keyspace.
-pub fn with_whole_keyspace<R>(ctx: &mut Ctx<'_, '_>, visit: impl FnOnce(&mut Locked<'_>) -> R) -> R {
+pub fn with_whole_keyspace<R>(
+    ctx: &mut Ctx<'_, '_>,
+    visit: impl FnOnce(&mut Locked<'_>) -> R,
+) -> R {
     if ctx.keys.holds_all() {
         visit(ctx.keys)
     } else {
@@ -150,7 +157,9 @@ fn field(out: &mut String, name: &str, value: impl std::fmt::Display) {
 }
 
 fn read_trimmed(path: &str) -> String {
-    std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_default()
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 fn server_section(server: &Server, out: &mut String) {
@@ -185,9 +194,15 @@ fn server_section(server: &Server, out: &mut String) {
     field(out, "configured_hz", server.config.hz());
     // Redis' LRU clock: seconds, 24 bits.
     field(out, "lru_clock", (now.wall_s() as u64) & ((1 << 24) - 1));
-    let executable = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default();
+    let executable = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     field(out, "executable", executable);
-    let config_file = server.config.config_file().map(|p| p.display().to_string()).unwrap_or_default();
+    let config_file = server
+        .config
+        .config_file()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     field(out, "config_file", config_file);
     field(out, "io_threads_active", 0);
     if server.is_shutting_down() {
@@ -197,7 +212,11 @@ fn server_section(server: &Server, out: &mut String) {
 
 fn clients_section(server: &Server, out: &mut String) {
     let clients = server.clients.list();
-    let max_input = clients.iter().map(|c| c.query_buffer.load(Ordering::Relaxed)).max().unwrap_or(0);
+    let max_input = clients
+        .iter()
+        .map(|c| c.query_buffer.load(Ordering::Relaxed))
+        .max()
+        .unwrap_or(0);
     out.push_str("# Clients\r\n");
     field(out, "connected_clients", clients.len());
     field(out, "cluster_connections", 0);
@@ -226,7 +245,12 @@ fn proc_kb(path: &str, key: &str) -> u64 {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     text.lines()
         .find_map(|line| line.strip_prefix(key))
-        .and_then(|rest| rest.trim_start_matches(':').split_whitespace().next().map(str::to_string))
+        .and_then(|rest| {
+            rest.trim_start_matches(':')
+                .split_whitespace()
+                .next()
+                .map(str::to_string)
+        })
         .and_then(|kb| kb.parse::<u64>().ok())
         .map(|kb| kb * 1024)
         .unwrap_or(0)
@@ -235,13 +259,26 @@ fn proc_kb(path: &str, key: &str) -> u64 {
 pub fn memory_figures() -> MemoryFigures {
     let rss_bytes = proc_kb("/proc/self/status", "VmRSS");
     let used_bytes = rss_bytes.max(1);
-    let peak_bytes = PEAK_BYTES.fetch_max(used_bytes, Ordering::Relaxed).max(used_bytes);
-    MemoryFigures { rss_bytes, used_bytes, peak_bytes, total_system_bytes: proc_kb("/proc/meminfo", "MemTotal") }
+    let peak_bytes = PEAK_BYTES
+        .fetch_max(used_bytes, Ordering::Relaxed)
+        .max(used_bytes);
+    MemoryFigures {
+        rss_bytes,
+        used_bytes,
+        peak_bytes,
+        total_system_bytes: proc_kb("/proc/meminfo", "MemTotal"),
+    }
 }
 
 /// Bytes as Redis' INFO shows them for humans: `967.43K`, `6.67M`, `512B`.
 pub fn bytes_to_human(n: u64) -> String {
-    const UNITS: &[(u64, &str)] = &[(1 << 50, "P"), (1 << 40, "T"), (1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
+    const UNITS: &[(u64, &str)] = &[
+        (1 << 50, "P"),
+        (1 << 40, "T"),
+        (1 << 30, "G"),
+        (1 << 20, "M"),
+        (1 << 10, "K"),
+    ];
     for (size, unit) in UNITS {
         if n >= *size {
             return format!("{:.2}{unit}", n as f64 / *size as f64);
@@ -258,10 +295,25 @@ fn memory_section(server: &Server, out: &mut String) {
     field(out, "used_memory", memory.used_bytes);
     field(out, "used_memory_human", bytes_to_human(memory.used_bytes));
     field(out, "used_memory_rss", memory.rss_bytes);
-    field(out, "used_memory_rss_human", bytes_to_human(memory.rss_bytes));
+    field(
+        out,
+        "used_memory_rss_human",
+        bytes_to_human(memory.rss_bytes),
+    );
     field(out, "used_memory_peak", memory.peak_bytes);
-    field(out, "used_memory_peak_human", bytes_to_human(memory.peak_bytes));
-    field(out, "used_memory_peak_perc", format!("{:.2}%", memory.used_bytes as f64 * 100.0 / memory.peak_bytes as f64));
+    field(
+        out,
+        "used_memory_peak_human",
+        bytes_to_human(memory.peak_bytes),
+    );
+    field(
+        out,
+        "used_memory_peak_perc",
+        format!(
+            "{:.2}%",
+            memory.used_bytes as f64 * 100.0 / memory.peak_bytes as f64
+        ),
+    );
     field(out, "used_memory_overhead", 0);
     field(out, "used_memory_startup", 0);
     field(out, "used_memory_dataset", memory.used_bytes);
@@ -270,7 +322,11 @@ fn memory_section(server: &Server, out: &mut String) {
     field(out, "allocator_active", memory.used_bytes);
     field(out, "allocator_resident", memory.rss_bytes);
     field(out, "total_system_memory", memory.total_system_bytes);
-    field(out, "total_system_memory_human", bytes_to_human(memory.total_system_bytes));
+    field(
+        out,
+        "total_system_memory_human",
+        bytes_to_human(memory.total_system_bytes),
+    );
     field(out, "used_memory_lua", 0);
     field(out, "used_memory_vm_eval", 0);
     field(out, "used_memory_lua_human", "0B");
@@ -293,8 +349,16 @@ fn memory_section(server: &Server, out: &mut String) {
     field(out, "allocator_rss_bytes", 0);
     field(out, "rss_overhead_ratio", "1.00");
     field(out, "rss_overhead_bytes", 0);
-    field(out, "mem_fragmentation_ratio", format!("{:.2}", memory.rss_bytes as f64 / memory.used_bytes as f64));
-    field(out, "mem_fragmentation_bytes", memory.rss_bytes.saturating_sub(memory.used_bytes));
+    field(
+        out,
+        "mem_fragmentation_ratio",
+        format!("{:.2}", memory.rss_bytes as f64 / memory.used_bytes as f64),
+    );
+    field(
+        out,
+        "mem_fragmentation_bytes",
+        memory.rss_bytes.saturating_sub(memory.used_bytes),
+    );
     for name in [
         "mem_not_counted_for_evict",
         "mem_replication_backlog",
@@ -314,7 +378,13 @@ fn memory_section(server: &Server, out: &mut String) {
 
 fn persistence_section(server: &Server, dirty: u64, out: &mut String) {
     out.push_str("# Persistence\r\n");
-    for name in ["loading", "async_loading", "current_cow_peak", "current_cow_size", "current_cow_size_age"] {
+    for name in [
+        "loading",
+        "async_loading",
+        "current_cow_peak",
+        "current_cow_size",
+        "current_cow_size_age",
+    ] {
         field(out, name, 0);
     }
     field(out, "current_fork_perc", "0.00");
@@ -322,7 +392,11 @@ fn persistence_section(server: &Server, dirty: u64, out: &mut String) {
     field(out, "current_save_keys_total", 0);
     field(out, "rdb_changes_since_last_save", dirty);
     field(out, "rdb_bgsave_in_progress", 0);
-    field(out, "rdb_last_save_time", server.last_save_unix_s.load(Ordering::Relaxed));
+    field(
+        out,
+        "rdb_last_save_time",
+        server.last_save_unix_s.load(Ordering::Relaxed),
+    );
     field(out, "rdb_last_bgsave_status", "ok");
     field(out, "rdb_last_bgsave_time_sec", -1);
     field(out, "rdb_current_bgsave_time_sec", -1);
@@ -353,8 +427,13 @@ struct OpsSampler {
     rates: (f64, f64, f64),
 }
 
-static OPS_SAMPLER: Mutex<OpsSampler> =
-    Mutex::new(OpsSampler { at: None, commands: 0, input_bytes: 0, output_bytes: 0, rates: (0.0, 0.0, 0.0) });
+static OPS_SAMPLER: Mutex<OpsSampler> = Mutex::new(OpsSampler {
+    at: None,
+    commands: 0,
+    input_bytes: 0,
+    output_bytes: 0,
+    rates: (0.0, 0.0, 0.0),
+});
 
 /// (commands per second, input KB/s, output KB/s).
 fn sample_rates(server: &Server) -> (f64, f64, f64) {
@@ -365,7 +444,10 @@ fn sample_rates(server: &Server) -> (f64, f64, f64) {
     let mut sampler = OPS_SAMPLER.lock();
     let now = Instant::now();
     let (since, earlier) = match sampler.at {
-        Some(at) => (now.duration_since(at).as_secs_f64(), (sampler.commands, sampler.input_bytes, sampler.output_bytes)),
+        Some(at) => (
+            now.duration_since(at).as_secs_f64(),
+            (sampler.commands, sampler.input_bytes, sampler.output_bytes),
+        ),
         None => (server.started.elapsed().as_secs_f64(), (0, 0, 0)),
     };
     if since >= 0.1 {
@@ -387,18 +469,34 @@ fn stats_section(server: &Server, out: &mut String) {
     let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
     let (ops, input_kbps, output_kbps) = sample_rates(server);
     out.push_str("# Stats\r\n");
-    field(out, "total_connections_received", load(&stats.total_connections_received));
-    field(out, "total_commands_processed", load(&stats.total_commands_processed));
+    field(
+        out,
+        "total_connections_received",
+        load(&stats.total_connections_received),
+    );
+    field(
+        out,
+        "total_commands_processed",
+        load(&stats.total_commands_processed),
+    );
     field(out, "instantaneous_ops_per_sec", ops.round() as u64);
     field(out, "total_net_input_bytes", load(&stats.net_input_bytes));
     field(out, "total_net_output_bytes", load(&stats.net_output_bytes));
     field(out, "total_net_repl_input_bytes", 0);
     field(out, "total_net_repl_output_bytes", 0);
     field(out, "instantaneous_input_kbps", format!("{input_kbps:.2}"));
-    field(out, "instantaneous_output_kbps", format!("{output_kbps:.2}"));
+    field(
+        out,
+        "instantaneous_output_kbps",
+        format!("{output_kbps:.2}"),
+    );
     field(out, "instantaneous_input_repl_kbps", "0.00");
     field(out, "instantaneous_output_repl_kbps", "0.00");
-    field(out, "rejected_connections", load(&stats.rejected_connections));
+    field(
+        out,
+        "rejected_connections",
+        load(&stats.rejected_connections),
+    );
     field(out, "sync_full", 0);
     field(out, "sync_partial_ok", 0);
     field(out, "sync_partial_err", 0);
@@ -435,8 +533,16 @@ fn stats_section(server: &Server, out: &mut String) {
     }
     field(out, "total_error_replies", load(&stats.total_error_replies));
     field(out, "dump_payload_sanitizations", 0);
-    field(out, "total_reads_processed", load(&stats.total_commands_processed));
-    field(out, "total_writes_processed", load(&stats.total_commands_processed));
+    field(
+        out,
+        "total_reads_processed",
+        load(&stats.total_commands_processed),
+    );
+    field(
+        out,
+        "total_writes_processed",
+        load(&stats.total_commands_processed),
+    );
     field(out, "io_threaded_reads_processed", 0);
     field(out, "io_threaded_writes_processed", 0);
     field(out, "reply_buffer_shrinks", 0);
@@ -477,7 +583,13 @@ fn cpu_seconds() -> (f64, f64, f64, f64) {
     // The command name (field 2) may hold spaces; fields after its closing parenthesis are plain.
     let after_name = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
     let fields: Vec<&str> = after_name.split_whitespace().collect();
-    let ticks = |index: usize| fields.get(index).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
+    let ticks = |index: usize| {
+        fields
+            .get(index)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 100.0
+    };
     // After the name: state is index 0, so utime (field 14) is index 11.
     (ticks(11), ticks(12), ticks(13), ticks(14))
 }
@@ -487,7 +599,11 @@ fn cpu_section(out: &mut String) {
     out.push_str("# CPU\r\n");
     field(out, "used_cpu_sys", format!("{system:.6}"));
     field(out, "used_cpu_user", format!("{user:.6}"));
-    field(out, "used_cpu_sys_children", format!("{children_system:.6}"));
+    field(
+        out,
+        "used_cpu_sys_children",
+        format!("{children_system:.6}"),
+    );
     field(out, "used_cpu_user_children", format!("{children_user:.6}"));
     field(out, "used_cpu_sys_main_thread", format!("{system:.6}"));
     field(out, "used_cpu_user_main_thread", format!("{user:.6}"));
@@ -504,7 +620,11 @@ fn commandstats_section(server: &Server, out: &mut String) {
             continue;
         }
         let usec = stats.usec.load(Ordering::Relaxed);
-        let per_call = if calls == 0 { 0.0 } else { usec as f64 / calls as f64 };
+        let per_call = if calls == 0 {
+            0.0
+        } else {
+            usec as f64 / calls as f64
+        };
         let _ = write!(
             out,
             "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={rejected},failed_calls={failed}\r\n",
@@ -560,8 +680,15 @@ fn keyspace_lines(keys: &mut Locked<'_>) -> String {
                 }
             });
         }
-        let avg_ttl = if ttl_count == 0 { 0 } else { ttl_sum / ttl_count };
-        let _ = write!(out, "db{db}:keys={count},expires={expires},avg_ttl={avg_ttl}\r\n");
+        let avg_ttl = if ttl_count == 0 {
+            0
+        } else {
+            ttl_sum / ttl_count
+        };
+        let _ = write!(
+            out,
+            "db{db}:keys={count},expires={expires},avg_ttl={avg_ttl}\r\n"
+        );
     }
     out
 }

@@ -45,7 +45,8 @@ impl Ctx<'_, '_> {
 
 /// Redis' error replies, word for word.
 pub mod err {
-    pub const WRONGTYPE: &[u8] = b"WRONGTYPE Operation against a key holding the wrong kind of value";
+    pub const WRONGTYPE: &[u8] =
+        b"WRONGTYPE Operation against a key holding the wrong kind of value";
     pub const NOT_INTEGER: &[u8] = b"ERR value is not an integer or out of range";
     pub const NOT_FLOAT: &[u8] = b"ERR value is not a valid float";
     pub const SYNTAX: &[u8] = b"ERR syntax error";
@@ -82,7 +83,10 @@ pub fn int_arg(ctx: &mut Ctx<'_, '_>, arg: &[u8]) -> Option<i64> {
 /// the whole argument consumed, not NaN. Infinity is allowed (callers refuse it where Redis does).
 pub fn parse_f64(arg: &[u8]) -> Option<f64> {
     let text = std::str::from_utf8(arg).ok()?;
-    if text.is_empty() || text.starts_with(|c: char| c.is_ascii_whitespace()) || text.ends_with(|c: char| c.is_ascii_whitespace()) {
+    if text.is_empty()
+        || text.starts_with(|c: char| c.is_ascii_whitespace())
+        || text.ends_with(|c: char| c.is_ascii_whitespace())
+    {
         return None;
     }
     let lower = text.to_ascii_lowercase();
@@ -97,7 +101,8 @@ pub fn parse_f64(arg: &[u8]) -> Option<f64> {
         _ => {
             // Rust accepts things C's strtold does not ("inf" spellings handled above) and
             // vice versa (hex floats); decimal forms agree.
-            if lower.contains(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | 'e' | '+' | '-'))) {
+            if lower.contains(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | 'e' | '+' | '-')))
+            {
                 return None;
             }
             text.parse::<f64>().ok()?

@@ -113,9 +113,7 @@ static SLOWLOG_SUBCOMMANDS: &[CommandSpec] = &[
         complexity: "O(N) where N is the number of entries returned",
         arity: -2,
         flags: flag::ADMIN | flag::LOADING | flag::STALE,
-        arguments: &[
-            Arg::integer("count").optional(),
-        ],
+        arguments: &[Arg::integer("count").optional()],
         history: &[("4.0.0", "Entries show the client's address and name.")],
         tips: &["request_policy:all_nodes", "nondeterministic_output"],
         handler: Some(slowlog_get),
@@ -140,7 +138,11 @@ static SLOWLOG_SUBCOMMANDS: &[CommandSpec] = &[
         complexity: "O(1)",
         arity: 2,
         flags: flag::ADMIN | flag::LOADING | flag::STALE,
-        tips: &["request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"],
+        tips: &[
+            "request_policy:all_nodes",
+            "response_policy:agg_sum",
+            "nondeterministic_output",
+        ],
         handler: Some(slowlog_len),
         ..CommandSpec::BASE
     },
@@ -166,7 +168,11 @@ static MEMORY_SUBCOMMANDS: &[CommandSpec] = &[
         since: "4.0.0",
         complexity: "O(1)",
         arity: 2,
-        tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"],
+        tips: &[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ],
         handler: Some(memory_doctor),
         ..CommandSpec::BASE
     },
@@ -188,7 +194,11 @@ static MEMORY_SUBCOMMANDS: &[CommandSpec] = &[
         since: "4.0.0",
         complexity: "Depends on how much memory is allocated, could be slow",
         arity: 2,
-        tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"],
+        tips: &[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ],
         handler: Some(memory_malloc_stats),
         ..CommandSpec::BASE
     },
@@ -210,7 +220,11 @@ static MEMORY_SUBCOMMANDS: &[CommandSpec] = &[
         since: "4.0.0",
         complexity: "O(1)",
         arity: 2,
-        tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"],
+        tips: &[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ],
         handler: Some(memory_stats),
         ..CommandSpec::BASE
     },
@@ -222,7 +236,16 @@ static MEMORY_SUBCOMMANDS: &[CommandSpec] = &[
         complexity: "O(N) where N is the number of samples.",
         arity: -3,
         flags: flag::READONLY,
-        key_specs: &[KeySpec { flags: keyflag::RO, begin: BeginSearch::Index(2), find: FindKeys::Range { last_key: 0, key_step: 1, limit: 0 }, notes: None }],
+        key_specs: &[KeySpec {
+            flags: keyflag::RO,
+            begin: BeginSearch::Index(2),
+            find: FindKeys::Range {
+                last_key: 0,
+                key_step: 1,
+                limit: 0,
+            },
+            notes: None,
+        }],
         arguments: &[
             Arg::key("key", 0),
             Arg::integer("count").with_token("SAMPLES").optional(),
@@ -241,7 +264,11 @@ static LATENCY_SUBCOMMANDS: &[CommandSpec] = &[
         complexity: "O(1)",
         arity: 2,
         flags: flag::ADMIN | flag::NOSCRIPT | flag::LOADING | flag::STALE,
-        tips: &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"],
+        tips: &[
+            "nondeterministic_output",
+            "request_policy:all_nodes",
+            "response_policy:special",
+        ],
         handler: Some(latency_doctor),
         ..CommandSpec::BASE
     },
@@ -253,10 +280,12 @@ static LATENCY_SUBCOMMANDS: &[CommandSpec] = &[
         complexity: "O(1)",
         arity: 3,
         flags: flag::ADMIN | flag::NOSCRIPT | flag::LOADING | flag::STALE,
-        arguments: &[
-            Arg::string("event"),
+        arguments: &[Arg::string("event")],
+        tips: &[
+            "nondeterministic_output",
+            "request_policy:all_nodes",
+            "response_policy:special",
         ],
-        tips: &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"],
         handler: Some(latency_graph),
         ..CommandSpec::BASE
     },
@@ -276,13 +305,16 @@ static LATENCY_SUBCOMMANDS: &[CommandSpec] = &[
         group: Group::Server,
         summary: "Returns per-command latency histograms.",
         since: "7.0.0",
-        complexity: "O(N) where N is the number of commands with latency information being retrieved.",
+        complexity:
+            "O(N) where N is the number of commands with latency information being retrieved.",
         arity: -2,
         flags: flag::ADMIN | flag::NOSCRIPT | flag::LOADING | flag::STALE,
-        arguments: &[
-            Arg::string("COMMAND").optional().multiple(),
+        arguments: &[Arg::string("COMMAND").optional().multiple()],
+        tips: &[
+            "nondeterministic_output",
+            "request_policy:all_nodes",
+            "response_policy:special",
         ],
-        tips: &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"],
         handler: Some(latency_histogram),
         ..CommandSpec::BASE
     },
@@ -294,10 +326,12 @@ static LATENCY_SUBCOMMANDS: &[CommandSpec] = &[
         complexity: "O(1)",
         arity: 3,
         flags: flag::ADMIN | flag::NOSCRIPT | flag::LOADING | flag::STALE,
-        arguments: &[
-            Arg::string("event"),
+        arguments: &[Arg::string("event")],
+        tips: &[
+            "nondeterministic_output",
+            "request_policy:all_nodes",
+            "response_policy:special",
         ],
-        tips: &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"],
         handler: Some(latency_history),
         ..CommandSpec::BASE
     },
@@ -309,7 +343,11 @@ static LATENCY_SUBCOMMANDS: &[CommandSpec] = &[
         complexity: "O(1)",
         arity: 2,
         flags: flag::ADMIN | flag::NOSCRIPT | flag::LOADING | flag::STALE,
-        tips: &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"],
+        tips: &[
+            "nondeterministic_output",
+            "request_policy:all_nodes",
+            "response_policy:special",
+        ],
         handler: Some(latency_latest),
         ..CommandSpec::BASE
     },
@@ -321,9 +359,7 @@ static LATENCY_SUBCOMMANDS: &[CommandSpec] = &[
         complexity: "O(1)",
         arity: -2,
         flags: flag::ADMIN | flag::NOSCRIPT | flag::LOADING | flag::STALE,
-        arguments: &[
-            Arg::string("event").optional().multiple(),
-        ],
+        arguments: &[Arg::string("event").optional().multiple()],
         tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
         handler: Some(latency_reset),
         ..CommandSpec::BASE
@@ -388,7 +424,11 @@ pub fn record_latency(server: &Server, event: &str, latency_ms: u64) {
 
 /// The gatekeeper's hook after each command: Redis files fast commands under their own event.
 pub fn note_command_latency(server: &Server, spec: &CommandSpec, elapsed_us: u64) {
-    let event = if spec.has_flag(flag::FAST) { "fast-command" } else { "command" };
+    let event = if spec.has_flag(flag::FAST) {
+        "fast-command"
+    } else {
+        "command"
+    };
     record_latency(server, event, elapsed_us / 1000);
 }
 
@@ -400,11 +440,13 @@ fn time(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
         .unwrap_or(0) as i64;
     ctx.reply.array(2);
     ctx.reply.bulk_integer(now.wall_s());
-    ctx.reply.bulk_integer(now.wall_ms.rem_euclid(1000) * 1000 + sub_ms_us);
+    ctx.reply
+        .bulk_integer(now.wall_ms.rem_euclid(1000) * 1000 + sub_ms_us);
 }
 
 fn lastsave(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
-    ctx.reply.integer(ctx.server.last_save_unix_s.load(Ordering::Relaxed) as i64);
+    ctx.reply
+        .integer(ctx.server.last_save_unix_s.load(Ordering::Relaxed) as i64);
 }
 
 fn monitor(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
@@ -417,7 +459,8 @@ fn monitor(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
 }
 
 fn shutdown(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
-    let (mut save, mut no_save, mut now, mut force, mut abort) = (false, false, false, false, false);
+    let (mut save, mut no_save, mut now, mut force, mut abort) =
+        (false, false, false, false, false);
     for arg in &args[1..] {
         if is(arg, "NOSAVE") {
             no_save = true;
@@ -476,7 +519,8 @@ fn slowlog_get(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             Some(-1) => count = usize::MAX,
             Some(n) if n >= 0 => count = n as usize,
             _ => {
-                ctx.reply.error(b"ERR count should be greater than or equal to -1");
+                ctx.reply
+                    .error(b"ERR count should be greater than or equal to -1");
                 return;
             }
         }
@@ -528,11 +572,15 @@ fn memory_help(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
 }
 
 fn memory_doctor(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
-    ctx.reply.verbatim(b"txt", b"No memory problems noticed: this report only looks at the process size for now.\n");
+    ctx.reply.verbatim(
+        b"txt",
+        b"No memory problems noticed: this report only looks at the process size for now.\n",
+    );
 }
 
 fn memory_malloc_stats(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
-    ctx.reply.verbatim(b"txt", b"Stats not supported for the current allocator");
+    ctx.reply
+        .verbatim(b"txt", b"Stats not supported for the current allocator");
 }
 
 fn memory_purge(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
@@ -552,7 +600,11 @@ fn memory_stats(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
     let total_keys: usize = per_db.iter().map(|(_, count, _)| count).sum();
     let used = memory.used_bytes;
     let clients_normal = ctx.server.clients.len() as u64 * CLIENT_OVERHEAD_BYTES;
-    let overhead: u64 = clients_normal + per_db.iter().map(|(_, count, expires)| (*count + *expires) as u64 * 8).sum::<u64>();
+    let overhead: u64 = clients_normal
+        + per_db
+            .iter()
+            .map(|(_, count, expires)| (*count + *expires) as u64 * 8)
+            .sum::<u64>();
     let dataset = used.saturating_sub(overhead);
     let reply = &mut *ctx.reply;
     reply.map(25 + per_db.len());
@@ -578,7 +630,15 @@ fn memory_stats(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
     }
     integer(reply, "overhead.total", overhead);
     integer(reply, "keys.count", total_keys as u64);
-    integer(reply, "keys.bytes-per-key", if total_keys == 0 { 0 } else { dataset / total_keys as u64 });
+    integer(
+        reply,
+        "keys.bytes-per-key",
+        if total_keys == 0 {
+            0
+        } else {
+            dataset / total_keys as u64
+        },
+    );
     integer(reply, "dataset.bytes", dataset);
     reply.bulk(b"dataset.percentage");
     reply.double(dataset as f64 * 100.0 / used.max(1) as f64);
@@ -595,7 +655,11 @@ fn memory_stats(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
     integer(reply, "allocator-rss.bytes", 0);
     reply.bulk(b"fragmentation");
     reply.double(memory.rss_bytes as f64 / used.max(1) as f64);
-    integer(reply, "fragmentation.bytes", memory.rss_bytes.saturating_sub(used));
+    integer(
+        reply,
+        "fragmentation.bytes",
+        memory.rss_bytes.saturating_sub(used),
+    );
 }
 
 /// What one connection costs besides its buffers, roughly (for MEMORY STATS).
@@ -665,7 +729,10 @@ fn memory_usage(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let (touch, effects) = (ctx.keys.touch, ctx.keys.effects);
     ctx.keys.touch = false;
     let db = ctx.db();
-    let size = ctx.keys.get(db, &args[2]).map(|entry| estimate_key_bytes(&args[2], entry));
+    let size = ctx
+        .keys
+        .get(db, &args[2])
+        .map(|entry| estimate_key_bytes(&args[2], entry));
     let expired = ctx.keys.effects.expired;
     ctx.keys.touch = touch;
     ctx.keys.effects = latch_keyspace::Effects { expired, ..effects };
@@ -729,7 +796,10 @@ fn latency_reset(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let resets = if args.len() == 2 {
         monitor.reset(None)
     } else {
-        args[2..].iter().map(|event| monitor.reset(Some(&String::from_utf8_lossy(event)))).sum()
+        args[2..]
+            .iter()
+            .map(|event| monitor.reset(Some(&String::from_utf8_lossy(event))))
+            .sum()
     };
     ctx.reply.integer(resets as i64);
 }
@@ -770,7 +840,10 @@ fn latency_graph(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     };
     let low = series.samples.iter().map(|(_, ms)| *ms).min().unwrap_or(0);
     let high = series.samples.iter().map(|(_, ms)| *ms).max().unwrap_or(0);
-    let mut graph = format!("{event} - high {high} ms, low {low} ms (all time high {} ms)\n", series.max_ms);
+    let mut graph = format!(
+        "{event} - high {high} ms, low {low} ms (all time high {} ms)\n",
+        series.max_ms
+    );
     graph.push_str(&"-".repeat(80));
     graph.push('\n');
     // One column per sample, as tall as its share of the highest sample (4 rows).
@@ -778,7 +851,13 @@ fn latency_graph(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         let line: String = series
             .samples
             .iter()
-            .map(|(_, ms)| if high > 0 && ms * 4 >= row * high { '#' } else { ' ' })
+            .map(|(_, ms)| {
+                if high > 0 && ms * 4 >= row * high {
+                    '#'
+                } else {
+                    ' '
+                }
+            })
             .collect();
         graph.push_str(line.trim_end());
         graph.push('\n');
@@ -793,14 +872,23 @@ fn latency_histogram(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let commands: Vec<&crate::table::Command> = if args.len() == 2 {
         table.all().iter().collect()
     } else {
-        args[2..].iter().filter_map(|name| table.by_full_name(name)).collect()
+        args[2..]
+            .iter()
+            .filter_map(|name| table.by_full_name(name))
+            .collect()
     };
     let with_calls: Vec<(&str, u64, u64)> = commands
         .iter()
         .filter_map(|command| {
             let stats = &ctx.server.stats.commands[command.id];
             let calls = stats.calls.load(Ordering::Relaxed);
-            (calls > 0).then(|| (command.full_name.as_str(), calls, stats.usec.load(Ordering::Relaxed) / calls))
+            (calls > 0).then(|| {
+                (
+                    command.full_name.as_str(),
+                    calls,
+                    stats.usec.load(Ordering::Relaxed) / calls,
+                )
+            })
         })
         .collect();
     ctx.reply.map(with_calls.len());
