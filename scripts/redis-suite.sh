@@ -12,6 +12,9 @@
 #                         ${XDG_CACHE_HOME:-$HOME/.cache}/latch/redis-7.0.15)
 #   --timeout SECS        per-unit timeout (default: 600, or $REDIS_SUITE_TIMEOUT)
 #   --runtest-arg ARG     extra argument for runtest (repeatable)
+#   --baseline FILE       accept the failures listed in FILE (see below);
+#                         default: scripts/redis-suite-baseline.txt when the
+#                         default units run; --no-baseline: accept none
 #   -h, --help            this text
 #
 # Units default to the list in DEFAULT_UNITS below.  Each unit runs against a
@@ -19,6 +22,13 @@
 # suite's external-server mode.  Exit status is non-zero if any unit has an
 # [err] or [exception], fails to finish, or has fewer [ok] results than
 # recorded in EXPECTED_OK (counts measured against redis-server 7.0.15).
+#
+# The baseline records where Latch stands today, so CI can hold that line while
+# commands other issues own are missing: `min-ok UNIT N` (at least N [ok]) and
+# `known UNIT err|exception TEXT` (an [err] test name, or an [exception]
+# message, that is accepted).  A unit passes when it has at least its min-ok,
+# and every [err]/[exception] is known.  Without a baseline a unit must match
+# redis-server's count with no failure at all.
 #
 # The suite itself is never stored in this repository: it is read from
 # --tests-dir / $REDIS_TESTS_DIR or downloaded as the upstream .orig tarball of
@@ -73,10 +83,14 @@ tests_dir="${REDIS_TESTS_DIR:-}"
 unit_timeout="${REDIS_SUITE_TIMEOUT:-600}"
 extra_runtest_args=()
 units=()
+baseline=""
+use_baseline=1
 
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --server-bin) [[ $# -ge 2 ]] || die "$1 needs a value"; server_bin=$2; shift 2 ;;
+        --baseline) baseline=$2; shift 2 ;;
+        --no-baseline) use_baseline=0; shift ;;
         --server-args)
             [[ $# -ge 2 ]] || die "$1 needs a value"
             if [[ -n "${2//[[:space:]]/}" ]]; then
@@ -95,7 +109,26 @@ while [[ $# -gt 0 ]]; do
         *) units+=("$1"); shift ;;
     esac
 done
-[[ ${#units[@]} -gt 0 ]] || units=("${DEFAULT_UNITS[@]}")
+if [[ ${#units[@]} -eq 0 ]]; then
+    units=("${DEFAULT_UNITS[@]}")
+    [[ -n "$baseline" ]] || baseline="$script_dir/redis-suite-baseline.txt"
+fi
+[[ $use_baseline -eq 1 ]] || baseline=""
+
+# Baseline: min-ok per unit, and accepted failures per unit.
+declare -A MIN_OK=()
+declare -A KNOWN=()
+if [[ -n "$baseline" ]]; then
+    [[ -f "$baseline" ]] || die "no baseline file $baseline"
+    while IFS=$'\t' read -r kind unit a b; do
+        case "$kind" in
+            ''|'#'*) ;;
+            min-ok) MIN_OK[$unit]=$a ;;
+            known) KNOWN["$unit|$a|$b"]=1 ;;
+            *) die "bad baseline line: $kind $unit $a $b" ;;
+        esac
+    done <"$baseline"
+fi
 [[ "$unit_timeout" =~ ^[0-9]+$ ]] || die "--timeout must be a number of seconds"
 
 for tool in tclsh timeout; do
@@ -301,20 +334,38 @@ for unit in "${units[@]}"; do
     exc=$(grep -c '^\[exception\]:' <<<"$clean" || true)
     R_OK[$unit]=$ok; R_ERR[$unit]=$err; R_EXC[$unit]=$exc
 
+    # Failures the baseline does not list.
+    unknown=0
+    while IFS= read -r line; do
+        [[ -n "$line" ]] || continue
+        if [[ "$line" == '[err]: '* ]]; then
+            text=${line#'[err]: '}; text=${text% in tests/*}; kind=err
+        else
+            text=${line#'[exception]: '}; kind=exception
+        fi
+        if [[ -z "${KNOWN["$unit|$kind|$text"]:-}" ]]; then
+            unknown=$((unknown + 1))
+            echo "redis-suite: $unit: not in the baseline: $kind	$text" >&2
+        fi
+    done < <(grep -E '^\[(err|exception)\]: ' <<<"$clean" || true)
+
     status=PASS
     expected=${EXPECTED_OK[$unit]:-}
+    floor=${MIN_OK[$unit]:-$expected}
     if [[ $rc -eq 124 || $rc -eq 137 ]]; then
         status=TIMEOUT
-    elif [[ $err -gt 0 || $exc -gt 0 ]]; then
+    elif [[ $unknown -gt 0 ]]; then
         status=FAIL
-    elif [[ -n "$expected" && $ok -lt $expected ]]; then
+    elif [[ -n "$floor" && $ok -lt $floor ]]; then
         status=FEWER-OK
+    elif [[ $err -gt 0 || $exc -gt 0 ]]; then
+        status=KNOWN-GAPS
     elif [[ $rc -ne 0 ]]; then
         status="FAIL(rc=$rc)"
     fi
     [[ $server_alive -eq 1 ]] || status="$status,SERVER-DIED"
     R_STATUS[$unit]=$status
-    [[ "$status" == PASS ]] || failed=1
+    [[ "$status" == PASS || "$status" == KNOWN-GAPS ]] || failed=1
 done
 
 # ---------------------------------------------------------------------------
@@ -330,14 +381,14 @@ for unit in "${units[@]}"; do
     # A unit that failed without any [err]/[exception] (no server, timeout,
     # too few [ok]) counts as one failure.
     unit_failed=$((R_ERR[$unit] + R_EXC[$unit]))
-    [[ "${R_STATUS[$unit]}" == PASS || $unit_failed -gt 0 ]] || unit_failed=1
+    [[ "${R_STATUS[$unit]}" == PASS || "${R_STATUS[$unit]}" == KNOWN-GAPS || $unit_failed -gt 0 ]] || unit_failed=1
     tot_failed=$((tot_failed + unit_failed))
 done
 printf '%-24s %6s %6s %10s\n' total "$tot_ok" "$tot_err" "$tot_exc"
 
 if [[ $failed -ne 0 ]]; then
     for unit in "${units[@]}"; do
-        [[ "${R_STATUS[$unit]}" == PASS ]] && continue
+        [[ "${R_STATUS[$unit]}" == PASS || "${R_STATUS[$unit]}" == KNOWN-GAPS ]] && continue
         name=${unit//\//_}
         echo
         echo "=== $unit: ${R_STATUS[$unit]} (log: $log_dir/$name.log, server log: $log_dir/$name.server.log)"
@@ -366,4 +417,8 @@ if [[ $failed -ne 0 ]]; then
     echo "redis-suite: FAILED"
     exit 1
 fi
-echo "redis-suite: all units passed"
+if [[ $tot_failed -gt 0 ]]; then
+    echo "redis-suite: every failure is a known gap listed in $baseline"
+else
+    echo "redis-suite: all units passed"
+fi

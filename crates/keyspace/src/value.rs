@@ -1,36 +1,62 @@
 //! What a key holds.
 
-use crate::clock::Deadline;
+use std::collections::{HashMap, HashSet, VecDeque};
 
-/// The value stored under a key. Strings only for now; each data type joins this enum
-/// (and the persistence format) in one place.
+use crate::clock::Deadline;
+use crate::zset::SortedSet;
+
+/// The value stored under a key. Each data type joins this enum (and the persistence
+/// format) in one place.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
     /// A binary-safe string.
     Str(Vec<u8>),
+    List(VecDeque<Vec<u8>>),
+    Set(HashSet<Vec<u8>>),
+    Hash(HashMap<Vec<u8>, Vec<u8>>),
+    ZSet(Box<SortedSet>),
 }
 
 /// The kinds of value, as `TYPE` and `SCAN ... TYPE` name them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ValueKind {
     String,
+    List,
+    Set,
+    Hash,
+    ZSet,
 }
+
+const KINDS: &[(ValueKind, &str)] = &[
+    (ValueKind::String, "string"),
+    (ValueKind::List, "list"),
+    (ValueKind::Set, "set"),
+    (ValueKind::Hash, "hash"),
+    (ValueKind::ZSet, "zset"),
+];
 
 impl ValueKind {
     pub fn name(self) -> &'static str {
-        match self {
-            ValueKind::String => "string",
-        }
+        KINDS
+            .iter()
+            .find(|(k, _)| *k == self)
+            .map(|(_, n)| *n)
+            .unwrap_or("none")
     }
 
     pub fn from_name(name: &[u8]) -> Option<ValueKind> {
-        if name.eq_ignore_ascii_case(b"string") {
-            Some(ValueKind::String)
-        } else {
-            None
-        }
+        KINDS
+            .iter()
+            .find(|(_, n)| name.eq_ignore_ascii_case(n.as_bytes()))
+            .map(|(k, _)| *k)
     }
 }
+
+/// Redis 7.0's default thresholds for the compact encodings (`*-max-listpack-*`,
+/// `set-max-intset-entries`); `OBJECT ENCODING` reports against these.
+const LISTPACK_MAX_ENTRIES: usize = 128;
+const LISTPACK_MAX_VALUE: usize = 64;
+const INTSET_MAX_ENTRIES: usize = 512;
 
 /// Redis keeps strings up to this length in one allocation with their header ("embstr").
 const EMBSTR_MAX_LEN: usize = 44;
@@ -39,6 +65,10 @@ impl Value {
     pub fn kind(&self) -> ValueKind {
         match self {
             Value::Str(_) => ValueKind::String,
+            Value::List(_) => ValueKind::List,
+            Value::Set(_) => ValueKind::Set,
+            Value::Hash(_) => ValueKind::Hash,
+            Value::ZSet(_) => ValueKind::ZSet,
         }
     }
 
@@ -54,6 +84,37 @@ impl Value {
                     "raw"
                 }
             }
+            // Redis 7.0 keeps every list in a quicklist.
+            Value::List(_) => "quicklist",
+            Value::Set(members) => {
+                if members.len() <= INTSET_MAX_ENTRIES
+                    && members.iter().all(|m| parse_i64_strict(m).is_some())
+                {
+                    "intset"
+                } else {
+                    "hashtable"
+                }
+            }
+            Value::Hash(fields) => {
+                let small = fields.len() <= LISTPACK_MAX_ENTRIES
+                    && fields.iter().all(|(f, v)| {
+                        f.len() <= LISTPACK_MAX_VALUE && v.len() <= LISTPACK_MAX_VALUE
+                    });
+                if small {
+                    "listpack"
+                } else {
+                    "hashtable"
+                }
+            }
+            Value::ZSet(set) => {
+                let small = set.len() <= LISTPACK_MAX_ENTRIES
+                    && set.iter().all(|(m, _)| m.len() <= LISTPACK_MAX_VALUE);
+                if small {
+                    "listpack"
+                } else {
+                    "skiplist"
+                }
+            }
         }
     }
 
@@ -61,6 +122,13 @@ impl Value {
     pub fn heap_bytes(&self) -> usize {
         match self {
             Value::Str(bytes) => bytes.capacity(),
+            Value::List(items) => items.iter().map(|i| i.capacity() + 24).sum::<usize>(),
+            Value::Set(members) => members.iter().map(|m| m.capacity() + 32).sum::<usize>(),
+            Value::Hash(fields) => fields
+                .iter()
+                .map(|(f, v)| f.capacity() + v.capacity() + 56)
+                .sum::<usize>(),
+            Value::ZSet(set) => set.heap_bytes(),
         }
     }
 }

@@ -49,7 +49,8 @@ pub struct ClientShared {
     pub last_interaction_ms: AtomicU64,
     pub db: AtomicUsize,
     pub resp: AtomicU8,
-    pub last_command: Mutex<String>,
+    /// The table id + 1 of the command running or last run (0: none yet), for CLIENT LIST.
+    pub last_command: AtomicUsize,
     pub query_buffer: AtomicUsize,
     pub monitor: AtomicBool,
     pub no_evict: AtomicBool,
@@ -63,6 +64,11 @@ impl ClientShared {
     pub fn kill(&self) {
         self.killed.store(true, Ordering::SeqCst);
         self.kill_signal.notify_one();
+    }
+
+    /// A unix-socket or loopback client (what `enable-debug-command local` allows).
+    pub fn is_local(&self) -> bool {
+        self.unix || self.addr.starts_with("127.") || self.addr.starts_with("[::1]")
     }
 
     pub fn is_killed(&self) -> bool {
@@ -124,7 +130,10 @@ impl ClientShared {
             qbuf,
             16384usize.saturating_sub(qbuf),
             qbuf + 16384 + 2048,
-            self.last_command.lock(),
+            match self.last_command.load(Ordering::Relaxed) {
+                0 => "NULL",
+                id => crate::table::table().get(id - 1).full_name.as_str(),
+            },
             self.resp.load(Ordering::Relaxed),
             text(&self.lib_name),
             text(&self.lib_ver),
@@ -176,7 +185,7 @@ impl Registry {
             last_interaction_ms: AtomicU64::new(0),
             db: AtomicUsize::new(0),
             resp: AtomicU8::new(2),
-            last_command: Mutex::new("NULL".to_string()),
+            last_command: AtomicUsize::new(0),
             query_buffer: AtomicUsize::new(0),
             monitor: AtomicBool::new(false),
             no_evict: AtomicBool::new(false),

@@ -280,7 +280,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("acl-pubsub-default", None, 0, Kind::Enum(ACL_PUBSUB_DEFAULT), "resetchannels", Effect::Inert),
     opt("sanitize-dump-payload", None, o::DEBUG, Kind::Enum(SANITIZE_DUMP_PAYLOAD), "no", Effect::Inert),
     opt("enable-protected-configs", None, o::IMMUTABLE, Kind::Enum(PROTECTED_ACTION), "no", Effect::Acts),
-    opt("enable-debug-command", None, o::IMMUTABLE, Kind::Enum(PROTECTED_ACTION), "no", Effect::Inert),
+    opt("enable-debug-command", None, o::IMMUTABLE, Kind::Enum(PROTECTED_ACTION), "no", Effect::Acts),
     opt("enable-module-command", None, o::IMMUTABLE, Kind::Enum(PROTECTED_ACTION), "no", Effect::Inert),
     opt("cluster-preferred-endpoint-type", None, 0, Kind::Enum(CLUSTER_ENDPOINT_TYPE), "ip", Effect::Inert),
     opt("propagation-error-behavior", None, 0, Kind::Enum(PROPAGATION_ERROR_BEHAVIOR), "ignore", Effect::Inert),

@@ -77,6 +77,9 @@ pub fn resolve<'t>(args: &[Bytes], reply: &mut Reply) -> Option<&'t Command> {
     };
     let command = if command.spec.subcommands.is_empty() {
         command
+    } else if args.len() < 2 && command.spec.handler.is_some() {
+        // A container that also runs on its own (`COMMAND`).
+        command
     } else {
         if args.len() < 2 {
             reply.error(&arity_error(&command.full_name));
@@ -136,6 +139,22 @@ fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Byt
         return;
     };
     let spec = command.spec;
+    if spec.has_flag(flag::PROTECTED)
+        && !server
+            .config
+            .debug_command_allowed(client.shared.is_local())
+    {
+        server.stats.commands[command.id]
+            .rejected_calls
+            .fetch_add(1, Ordering::Relaxed);
+        let message = format!(
+            "ERR {} command not allowed. If the {} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.",
+            command.full_name.to_uppercase(),
+            "enable-debug-command"
+        );
+        reply.error(message.as_bytes());
+        return;
+    }
     if !client.authenticated && !spec.has_flag(flag::NO_AUTH) {
         server.stats.commands[command.id]
             .rejected_calls
@@ -143,6 +162,11 @@ fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Byt
         reply.error(err::NOAUTH);
         return;
     }
+    // Redis records the command before running it, so CLIENT LIST shows itself.
+    client
+        .shared
+        .last_command
+        .store(command.id + 1, Ordering::Relaxed);
     let started = Instant::now();
     let errors_before = reply.error_count();
     {
@@ -186,7 +210,6 @@ fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Byt
         .stats
         .total_commands_processed
         .fetch_add(1, Ordering::Relaxed);
-    *client.shared.last_command.lock() = command.full_name.clone();
     after_call(server, client, command, args, elapsed_us);
 }
 
@@ -228,7 +251,7 @@ fn after_call(
             id: 0,
             unix_s: server.keyspace.clock().now().wall_s(),
             duration_us: elapsed_us,
-            args: slowlog_args(args),
+            args: slowlog_args(&redacted(args)),
             peer: client.shared.addr.clone(),
             name: client
                 .shared
@@ -244,8 +267,30 @@ fn after_call(
         && !spec.has_flag(flag::SKIP_MONITOR)
         && !spec.has_flag(flag::ADMIN)
     {
-        feed_monitors(server, client, args);
+        feed_monitors(server, client, &redacted(args));
     }
+}
+
+/// The arguments as the slow log and MONITOR show them: passwords replaced, as Redis does.
+fn redacted(args: &[Bytes]) -> std::borrow::Cow<'_, [Bytes]> {
+    const HIDDEN: &[u8] = b"(redacted)";
+    if args[0].eq_ignore_ascii_case(b"auth") {
+        let mut shown = args.to_vec();
+        shown[1..]
+            .iter_mut()
+            .for_each(|a| *a = Bytes::from_static(HIDDEN));
+        return shown.into();
+    }
+    if args[0].eq_ignore_ascii_case(b"hello") {
+        if let Some(at) = args.iter().position(|a| a.eq_ignore_ascii_case(b"auth")) {
+            let mut shown = args.to_vec();
+            shown[at + 1..(at + 3).min(args.len())]
+                .iter_mut()
+                .for_each(|a| *a = Bytes::from_static(HIDDEN));
+            return shown.into();
+        }
+    }
+    args.into()
 }
 
 fn feed_monitors(server: &Server, client: &Client, args: &[Bytes]) {

@@ -283,8 +283,11 @@ async fn connection<S>(
             match parser.parse(&mut input, &limits, &mut args) {
                 Ok(true) => {
                     gate::execute(&server, &mut client, &mut reply, &args);
-                    if client.shared.monitor.load(Ordering::Relaxed) && monitor.is_none() {
+                    let is_monitor = client.shared.monitor.load(Ordering::Relaxed);
+                    if is_monitor && monitor.is_none() {
                         monitor = Some(server.monitor_feed.subscribe());
+                    } else if !is_monitor && monitor.is_some() {
+                        monitor = None;
                     }
                     if client.close_after_reply || client.shared.is_killed() {
                         let _ = flush(&server, &mut writer, &mut reply).await;

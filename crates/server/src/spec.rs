@@ -571,7 +571,9 @@ pub fn key_positions(
                     .ok()
                     .and_then(|s| s.parse::<i64>().ok())
                     .ok_or(KeysError::Invalid)?;
-                if numkeys < 0 {
+                // More keys than arguments can never fit: refuse before any arithmetic
+                // on a number the client chose.
+                if numkeys < 0 || numkeys > argc {
                     return Err(KeysError::Invalid);
                 }
                 let first = begin + first_key as i64;

@@ -5,30 +5,7 @@ mod common;
 use std::io::Read;
 use std::time::Duration;
 
-use common::{RawConn, TestServer};
-
-/// Reads one `\r\n`-terminated line (bounded, for tests).
-fn read_line(conn: &mut RawConn) -> String {
-    let mut line = Vec::new();
-    let mut byte = [0u8; 1];
-    while line.len() < 64 * 1024 && !line.ends_with(b"\r\n") {
-        match conn.stream.read(&mut byte) {
-            Ok(1) => line.push(byte[0]),
-            _ => break,
-        }
-    }
-    String::from_utf8_lossy(&line).into_owned()
-}
-
-fn encode(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
+use common::{encode, read_line, RawConn, TestServer};
 
 /// Sends a command and reads one integer reply.
 fn integer(conn: &mut RawConn, args: &[&[u8]]) -> i64 {

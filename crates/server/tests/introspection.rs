@@ -2,32 +2,9 @@
 
 mod common;
 
-use std::io::Read;
 use std::time::Duration;
 
-use common::{RawConn, TestServer};
-
-fn encode(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
-
-fn read_line(conn: &mut RawConn) -> String {
-    let mut line = Vec::new();
-    let mut byte = [0u8; 1];
-    while line.len() < 64 * 1024 && !line.ends_with(b"\r\n") {
-        match conn.stream.read(&mut byte) {
-            Ok(1) => line.push(byte[0]),
-            _ => break,
-        }
-    }
-    String::from_utf8_lossy(&line).into_owned()
-}
+use common::{encode, read_line, RawConn, TestServer};
 
 /// The RESP3 handshake, whose reply (with the connection id) is skipped.
 fn hello3(conn: &mut RawConn) {

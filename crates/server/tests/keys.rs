@@ -320,7 +320,7 @@ fn ttl_after_relative_and_absolute_expire() {
     // A short TTL runs out.
     raw.expect(&[b"SET", b"k", b"v"], b"+OK\r\n");
     raw.expect(&[b"PEXPIRE", b"k", b"20"], b":1\r\n");
-    std::thread::sleep(std::time::Duration::from_millis(40));
+    raw.expect(&[b"DEBUG", b"ADVANCE-CLOCK", b"21"], b"+OK\r\n");
     raw.expect(&[b"TTL", b"k"], b":-2\r\n");
     raw.expect(&[b"EXISTS", b"k"], b":0\r\n");
 }
@@ -527,7 +527,7 @@ fn randomkey() {
     raw.expect(&[b"FLUSHALL"], b"+OK\r\n");
     raw.expect(&[b"SET", b"gone", b"v"], b"+OK\r\n");
     raw.expect(&[b"PEXPIRE", b"gone", b"10"], b":1\r\n");
-    std::thread::sleep(std::time::Duration::from_millis(30));
+    raw.expect(&[b"DEBUG", b"ADVANCE-CLOCK", b"11"], b"+OK\r\n");
     raw.expect(&[b"RANDOMKEY"], b"$-1\r\n");
 }
 
@@ -691,7 +691,7 @@ fn object_idletime_is_not_reset_by_object() {
     let server = TestServer::start(&[]);
     let mut raw = server.raw();
     raw.expect(&[b"SET", b"k", b"v"], b"+OK\r\n");
-    std::thread::sleep(std::time::Duration::from_millis(2100));
+    raw.expect(&[b"DEBUG", b"ADVANCE-CLOCK", b"2100"], b"+OK\r\n");
     let idle = integer(&mut raw, &[b"OBJECT", b"IDLETIME", b"k"]);
     assert!(idle >= 1, "{idle}");
     raw.expect(&[b"OBJECT", b"ENCODING", b"k"], b"$6\r\nembstr\r\n");

@@ -27,16 +27,6 @@ impl Rng {
     }
 }
 
-fn resp(args: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
-
 /// Arguments that exercise parsers: numbers at the edges, options, odd bytes.
 fn interesting_arg(rng: &mut Rng) -> Vec<u8> {
     const WORDS: &[&str] = &[
@@ -130,13 +120,22 @@ fn random_commands_never_break_the_connection() {
     let server = TestServer::start(&[]);
     let mut control = server.client();
     let names = command_names(&mut control);
-    let mut rng = Rng(0x5eed_1a7c_4000_0001);
+    // LATCH_FUZZ_SEED / LATCH_FUZZ_ROUNDS explore further than the default run.
+    let seed = std::env::var("LATCH_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_1a7c_4000_0001u64);
+    let rounds = std::env::var("LATCH_FUZZ_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3000usize);
+    let mut rng = Rng(seed.max(1));
     let mut stream = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     let mut parser_buffer = Vec::new();
-    for round in 0..3000 {
+    for round in 0..rounds {
         let mut args = vec![names[rng.below(names.len())].clone().into_bytes()];
         if rng.below(3) == 0 {
             // A subcommand-looking second word.
@@ -145,7 +144,8 @@ fn random_commands_never_break_the_connection() {
         for _ in 0..rng.below(6) {
             args.push(interesting_arg(&mut rng));
         }
-        stream.write_all(&resp(&args)).unwrap();
+        let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+        stream.write_all(&common::encode(&refs)).unwrap();
         // Read exactly one reply frame.
         loop {
             if let Ok(Some((_, used))) = latch_protocol::frame::decode(&parser_buffer) {
@@ -325,4 +325,27 @@ fn concurrent_increments_are_exact() {
             .unwrap();
         assert_eq!(own, 1000);
     }
+}
+
+/// Regression: a huge key count made the key-spec resolver overflow (`SINTERCARD
+/// 9223372036854775807 ...` dropped the connection); it now gets Redis' error.
+#[test]
+fn huge_numkeys_is_an_error_not_a_dropped_connection() {
+    let server = TestServer::start(&[]);
+    let mut raw = server.raw();
+    raw.expect(
+        &[b"SINTERCARD", b"9223372036854775807", b"a"],
+        b"-ERR Number of keys can't be greater than number of args\r\n",
+    );
+    raw.expect(
+        &[
+            b"COMMAND",
+            b"GETKEYS",
+            b"SINTERCARD",
+            b"9223372036854775807",
+            b"a",
+        ],
+        b"-ERR Invalid arguments specified for command\r\n",
+    );
+    raw.expect(&[b"PING"], b"+PONG\r\n");
 }

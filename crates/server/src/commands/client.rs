@@ -408,20 +408,13 @@ fn unknown_type(ctx: &mut Ctx<'_, '_>, name: &[u8]) {
     ctx.reply.error(message.as_bytes());
 }
 
-/// The calling client's own line shows the command being run, as in Redis.
-fn mark_current_command(ctx: &mut Ctx<'_, '_>, full_name: &str) {
-    *ctx.client.shared.last_command.lock() = full_name.to_string();
-}
-
 fn client_info(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
-    mark_current_command(ctx, "client|info");
     let mut line = ctx.client.shared.describe();
     line.push('\n');
     ctx.reply.verbatim(b"txt", line.as_bytes());
 }
 
 fn client_list(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
-    mark_current_command(ctx, "client|list");
     let mut wanted_type = None;
     let mut wanted_ids: Option<Vec<u64>> = None;
     if args.len() == 4 && is(&args[2], "TYPE") {

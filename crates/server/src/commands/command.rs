@@ -24,6 +24,7 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
     acl: acl::CONNECTION,
     tips: &["nondeterministic_output_order"],
     subcommands: COMMAND_SUBCOMMANDS,
+    handler: Some(command_all),
     ..CommandSpec::BASE
 }];
 

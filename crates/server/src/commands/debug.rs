@@ -134,6 +134,8 @@ fn serialized_length(value: &Value) -> usize {
             Some(n) if (i32::MIN as i64..=i32::MAX as i64).contains(&n) => 5,
             _ => length_prefix(bytes.len()) + bytes.len(),
         },
+        // Collections: each element as a length-prefixed string, plus the element count.
+        other => length_prefix(1) + other.heap_bytes(),
     }
 }
 
@@ -147,10 +149,10 @@ fn describe_object(keys: &mut Locked<'_>, db: usize, key: &[u8]) -> Option<Strin
     let encoding = entry.value.encoding();
     // Redis shares the objects of small integers; they show the "immortal" count.
     let shared_integer = encoding == "int"
-        && super::parse_i64(match &entry.value {
-            Value::Str(bytes) => bytes,
-        })
-        .is_some_and(|n| (0..10_000).contains(&n));
+        && match &entry.value {
+            Value::Str(bytes) => super::parse_i64(bytes).is_some_and(|n| (0..10_000).contains(&n)),
+            _ => false,
+        };
     let refcount = if shared_integer { i32::MAX as i64 } else { 1 };
     let idle_s = (now.mono_ms / 1000).saturating_sub(entry.access_s as u64);
     let lru_clock = (now.wall_s() as u64) & ((1 << 24) - 1);

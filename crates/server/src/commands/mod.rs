@@ -5,6 +5,7 @@
 //! A handler gets a [`Ctx`] (the server, the calling client, the reply being written, and
 //! the keyspace view holding the shards the gatekeeper locked) and the arguments.
 
+pub mod bitmap;
 pub mod client;
 pub mod command;
 pub mod config;
@@ -12,10 +13,14 @@ pub mod connection;
 pub mod databases;
 pub mod debug;
 pub mod function;
+pub mod hash;
 pub mod info;
 pub mod keys;
+pub mod list;
 pub mod server;
+pub mod set;
 pub mod string;
+pub mod zset;
 
 use latch_keyspace::{Locked, Now};
 use latch_protocol::Reply;

@@ -699,6 +699,7 @@ pub fn estimate_key_bytes(key: &[u8], entry: &Entry) -> usize {
             "embstr" => allocation_size(OBJECT_HEADER + 3 + bytes.len() + 1),
             _ => OBJECT_HEADER + allocation_size(sds_header(bytes.len()) + bytes.len() + 1),
         },
+        other => OBJECT_HEADER + other.heap_bytes(),
     };
     value + allocation_size(sds_header(key.len()) + key.len() + 1) + TABLE_ENTRY
 }

@@ -37,6 +37,8 @@ impl TestServer {
                     "--dir",
                     dir.to_str().unwrap(),
                 ])
+                // DEBUG is on, as in Redis' own test configuration (its default is off).
+                .args(["--enable-debug-command", "yes"])
                 .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -107,6 +109,30 @@ impl Drop for TestServer {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A command as a RESP array of bulk strings.
+pub fn encode(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Reads one `\r\n`-terminated line (bounded to 64 KiB; shorter if the connection ends).
+pub fn read_line(conn: &mut RawConn) -> String {
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while line.len() < 64 * 1024 && !line.ends_with(b"\r\n") {
+        match conn.stream.read(&mut byte) {
+            Ok(1) => line.push(byte[0]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&line).into_owned()
 }
 
 pub struct RawConn {

@@ -110,6 +110,7 @@ impl ObjectInfo {
                     && latch_keyspace::parse_i64_strict(bytes)
                         .is_some_and(|n| (0..SHARED_INTEGERS).contains(&n))
             }
+            _ => false,
         };
         ObjectInfo {
             encoding: entry.value.encoding(),

@@ -12,7 +12,7 @@
 mod counters;
 mod get;
 mod lcs;
-mod long_double;
+pub(crate) mod long_double;
 mod ranges;
 mod set;
 
@@ -52,12 +52,14 @@ pub static COMMANDS: &[CommandSpec] = &[
 fn string_of(value: &Value) -> Option<&Vec<u8>> {
     match value {
         Value::Str(bytes) => Some(bytes),
+        _ => None,
     }
 }
 
 fn string_mut(value: &mut Value) -> Option<&mut Vec<u8>> {
     match value {
         Value::Str(bytes) => Some(bytes),
+        _ => None,
     }
 }
 

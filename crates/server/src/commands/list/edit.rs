@@ -1,0 +1,152 @@
+//! Changing lists in place: LSET, LREM, LTRIM, LINSERT.
+
+use bytes::Bytes;
+
+use super::{list_at, remove_if_empty, resolve_index, resolve_range, WrongType};
+use crate::commands::{err, int_arg, is, parse_i64, Ctx};
+
+pub(super) fn lset(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let db = ctx.db();
+    let key = &args[1][..];
+    let list = match list_at(ctx.keys, db, key) {
+        Err(WrongType) => {
+            ctx.reply.error(err::WRONGTYPE);
+            return;
+        }
+        Ok(None) => {
+            ctx.reply.error(err::NO_SUCH_KEY);
+            return;
+        }
+        Ok(Some(list)) => list,
+    };
+    let Some(index) = parse_i64(&args[2]) else {
+        ctx.reply.error(err::NOT_INTEGER);
+        return;
+    };
+    match resolve_index(index, list.len()).and_then(|i| list.get_mut(i)) {
+        None => ctx.reply.error(b"ERR index out of range"),
+        Some(slot) => {
+            *slot = args[3].to_vec();
+            ctx.keys.signal_modified(db, key);
+            ctx.reply.ok();
+        }
+    }
+}
+
+/// LREM key count element: removes up to `count` matches from the head (count > 0), from the
+/// tail (count < 0), or all of them (0).
+pub(super) fn lrem(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let Some(count) = int_arg(ctx, &args[2]) else {
+        return;
+    };
+    let db = ctx.db();
+    let key = &args[1][..];
+    let wanted = &args[3][..];
+    let list = match list_at(ctx.keys, db, key) {
+        Err(WrongType) => {
+            ctx.reply.error(err::WRONGTYPE);
+            return;
+        }
+        Ok(None) => {
+            ctx.reply.integer(0);
+            return;
+        }
+        Ok(Some(list)) => list,
+    };
+    let matches = list.iter().filter(|e| e.as_slice() == wanted).count();
+    let limit = if count == 0 {
+        matches
+    } else {
+        usize::try_from(count.unsigned_abs())
+            .unwrap_or(usize::MAX)
+            .min(matches)
+    };
+    // Removing the last `limit` matches is the same as keeping the first `matches - limit`.
+    let (mut skip, mut remove) = if count < 0 {
+        (matches - limit, limit)
+    } else {
+        (0, limit)
+    };
+    list.retain(|element| {
+        if remove == 0 || element.as_slice() != wanted {
+            return true;
+        }
+        if skip > 0 {
+            skip -= 1;
+            return true;
+        }
+        remove -= 1;
+        false
+    });
+    if limit > 0 {
+        remove_if_empty(ctx.keys, db, key);
+        ctx.keys.signal_modified(db, key);
+    }
+    ctx.reply.integer(limit as i64);
+}
+
+pub(super) fn ltrim(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let Some(start) = int_arg(ctx, &args[2]) else {
+        return;
+    };
+    let Some(stop) = int_arg(ctx, &args[3]) else {
+        return;
+    };
+    let db = ctx.db();
+    let key = &args[1][..];
+    match list_at(ctx.keys, db, key) {
+        Err(WrongType) => {
+            ctx.reply.error(err::WRONGTYPE);
+            return;
+        }
+        Ok(None) => {
+            ctx.reply.ok();
+            return;
+        }
+        Ok(Some(list)) => match resolve_range(start, stop, list.len()) {
+            None => list.clear(),
+            Some((first, last)) => {
+                list.truncate(last + 1);
+                list.drain(..first);
+            }
+        },
+    }
+    remove_if_empty(ctx.keys, db, key);
+    // Redis signals an LTRIM of an existing list even when it keeps every element.
+    ctx.keys.signal_modified(db, key);
+    ctx.reply.ok();
+}
+
+/// LINSERT key BEFORE|AFTER pivot element: the new length, -1 without the pivot, 0 without
+/// the key.
+pub(super) fn linsert(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let after = if is(&args[2], "AFTER") {
+        true
+    } else if is(&args[2], "BEFORE") {
+        false
+    } else {
+        ctx.reply.error(err::SYNTAX);
+        return;
+    };
+    let db = ctx.db();
+    let key = &args[1][..];
+    let list = match list_at(ctx.keys, db, key) {
+        Err(WrongType) => {
+            ctx.reply.error(err::WRONGTYPE);
+            return;
+        }
+        Ok(None) => {
+            ctx.reply.integer(0);
+            return;
+        }
+        Ok(Some(list)) => list,
+    };
+    let Some(pivot) = list.iter().position(|e| e.as_slice() == &args[3][..]) else {
+        ctx.reply.integer(-1);
+        return;
+    };
+    list.insert(pivot + usize::from(after), args[4].to_vec());
+    let len = list.len();
+    ctx.keys.signal_modified(db, key);
+    ctx.reply.integer(len as i64);
+}

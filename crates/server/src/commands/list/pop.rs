@@ -1,0 +1,267 @@
+//! Taking from the ends: LPOP, RPOP, LMPOP, LMOVE, RPOPLPUSH.
+
+use bytes::Bytes;
+use latch_keyspace::Value;
+
+use super::{list_at, pop_at, push_at, remove_if_empty, End, List, WrongType};
+use crate::commands::{err, parse_i64, Ctx};
+
+pub(super) fn lpop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    pop_generic(ctx, args, End::Head);
+}
+
+pub(super) fn rpop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    pop_generic(ctx, args, End::Tail);
+}
+
+/// Parses a non-negative count the way Redis' `getPositiveLongFromObjectOrReply` does:
+/// anything else (a non-number included) gets the same "must be positive" error.
+fn positive_count(arg: &[u8]) -> Option<usize> {
+    parse_i64(arg)
+        .filter(|n| *n >= 0)
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// Pops up to `count` elements from `end` of the list under `key` (which must exist and be a
+/// list), removing the key when it empties. The elements come in pop order.
+fn pop_many(ctx: &mut Ctx<'_, '_>, key: &[u8], end: End, count: usize) -> Vec<Vec<u8>> {
+    let db = ctx.db();
+    let mut popped = Vec::new();
+    if let Ok(Some(list)) = list_at(ctx.keys, db, key) {
+        let take = count.min(list.len());
+        popped.reserve(take);
+        for _ in 0..take {
+            if let Some(element) = pop_at(list, end) {
+                popped.push(element);
+            }
+        }
+    }
+    if !popped.is_empty() {
+        remove_if_empty(ctx.keys, db, key);
+        ctx.keys.signal_modified(db, key);
+    }
+    popped
+}
+
+/// LPOP/RPOP key [count]: without a count one bulk (nil when there is no key); with one an
+/// array (a null array when there is no key, empty for a count of 0).
+fn pop_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], end: End) {
+    if args.len() > 3 {
+        let name = String::from_utf8_lossy(&args[0]).to_lowercase();
+        ctx.reply.error(&crate::commands::arity_error(&name));
+        return;
+    }
+    let count = match args.get(2) {
+        None => None,
+        Some(arg) => match positive_count(arg) {
+            Some(n) => Some(n),
+            None => {
+                ctx.reply.error(err::NOT_POSITIVE);
+                return;
+            }
+        },
+    };
+    let db = ctx.db();
+    let key = &args[1][..];
+    match list_at(ctx.keys, db, key) {
+        Err(WrongType) => {
+            ctx.reply.error(err::WRONGTYPE);
+            return;
+        }
+        Ok(None) => {
+            if count.is_some() {
+                ctx.reply.null_array();
+            } else {
+                ctx.reply.null();
+            }
+            return;
+        }
+        Ok(Some(_)) => {}
+    }
+    match count {
+        None => match pop_many(ctx, key, end, 1).pop() {
+            Some(element) => ctx.reply.bulk(&element),
+            None => ctx.reply.null(),
+        },
+        Some(count) => {
+            let popped = pop_many(ctx, key, end, count);
+            ctx.reply.array(popped.len());
+            for element in &popped {
+                ctx.reply.bulk(element);
+            }
+        }
+    }
+}
+
+/// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]: pops from the first key holding a
+/// non-empty list and answers `[key, [elements]]`, or a null array when every key is empty.
+pub(super) fn lmpop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let Some(request) = parse_mpop(ctx, args, 1) else {
+        return;
+    };
+    serve_mpop(ctx, &request);
+}
+
+/// A parsed [B]LMPOP: where its keys are, which end, how many elements.
+pub(super) struct MpopRequest<'a> {
+    pub keys: &'a [Bytes],
+    pub end: End,
+    pub count: usize,
+}
+
+/// Parses `numkeys key... LEFT|RIGHT [COUNT n]` starting at `args[numkeys_at]`, answering
+/// Redis' errors on failure.
+pub(super) fn parse_mpop<'a>(
+    ctx: &mut Ctx<'_, '_>,
+    args: &'a [Bytes],
+    numkeys_at: usize,
+) -> Option<MpopRequest<'a>> {
+    let numkeys = parse_i64(&args[numkeys_at]).filter(|n| *n > 0);
+    let Some(numkeys) = numkeys else {
+        ctx.reply.error(b"ERR numkeys should be greater than 0");
+        return None;
+    };
+    let first_key = numkeys_at + 1;
+    let where_at = usize::try_from(numkeys)
+        .ok()
+        .and_then(|n| first_key.checked_add(n))
+        .filter(|at| *at < args.len());
+    let Some(where_at) = where_at else {
+        ctx.reply.error(err::SYNTAX);
+        return None;
+    };
+    let Some(end) = End::parse(&args[where_at]) else {
+        ctx.reply.error(err::SYNTAX);
+        return None;
+    };
+    let mut count = None;
+    let mut index = where_at + 1;
+    while index < args.len() {
+        let has_value = index + 1 < args.len();
+        if count.is_none() && crate::commands::is(&args[index], "COUNT") && has_value {
+            match parse_i64(&args[index + 1]).filter(|n| *n > 0) {
+                Some(n) => count = Some(usize::try_from(n).unwrap_or(usize::MAX)),
+                None => {
+                    ctx.reply.error(b"ERR count should be greater than 0");
+                    return None;
+                }
+            }
+            index += 2;
+        } else {
+            ctx.reply.error(err::SYNTAX);
+            return None;
+        }
+    }
+    Some(MpopRequest {
+        keys: &args[first_key..where_at],
+        end,
+        count: count.unwrap_or(1),
+    })
+}
+
+/// Serves an [B]LMPOP from the first non-empty list. Returns false (having answered
+/// nothing) when every key is empty, so a blocking caller can wait; true after replying
+/// (elements or WRONGTYPE).
+pub(super) fn try_mpop(ctx: &mut Ctx<'_, '_>, request: &MpopRequest<'_>) -> bool {
+    let db = ctx.db();
+    for key in request.keys {
+        match list_at(ctx.keys, db, key) {
+            Err(WrongType) => {
+                ctx.reply.error(err::WRONGTYPE);
+                return true;
+            }
+            Ok(None) => continue,
+            Ok(Some(list)) if list.is_empty() => continue,
+            Ok(Some(_)) => {}
+        }
+        let popped = pop_many(ctx, key, request.end, request.count);
+        ctx.reply.array(2);
+        ctx.reply.bulk(key);
+        ctx.reply.array(popped.len());
+        for element in &popped {
+            ctx.reply.bulk(element);
+        }
+        return true;
+    }
+    false
+}
+
+fn serve_mpop(ctx: &mut Ctx<'_, '_>, request: &MpopRequest<'_>) {
+    if !try_mpop(ctx, request) {
+        ctx.reply.null_array();
+    }
+}
+
+/// LMOVE source destination LEFT|RIGHT LEFT|RIGHT.
+pub(super) fn lmove(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let (Some(from), Some(to)) = (End::parse(&args[3]), End::parse(&args[4])) else {
+        ctx.reply.error(err::SYNTAX);
+        return;
+    };
+    move_generic(ctx, &args[1], &args[2], from, to);
+}
+
+/// RPOPLPUSH source destination: LMOVE source destination RIGHT LEFT.
+pub(super) fn rpoplpush(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    move_generic(ctx, &args[1], &args[2], End::Tail, End::Head);
+}
+
+/// Outcome of trying to move one element.
+pub(super) enum Moved {
+    /// The source had nothing; nothing was answered.
+    SourceEmpty,
+    /// Answered (the element, or WRONGTYPE).
+    Answered,
+}
+
+/// Moves one element from `from` of `source` to `to` of `destination` (which may be the same
+/// key) and answers it. A missing source answers nothing and returns `SourceEmpty`.
+pub(super) fn try_move(
+    ctx: &mut Ctx<'_, '_>,
+    source: &[u8],
+    destination: &[u8],
+    from: End,
+    to: End,
+) -> Moved {
+    let db = ctx.db();
+    match list_at(ctx.keys, db, source) {
+        Err(WrongType) => {
+            ctx.reply.error(err::WRONGTYPE);
+            return Moved::Answered;
+        }
+        Ok(None) => return Moved::SourceEmpty,
+        Ok(Some(list)) if list.is_empty() => return Moved::SourceEmpty,
+        Ok(Some(_)) => {}
+    }
+    // The destination's type is checked before anything is popped.
+    if destination != source && list_at(ctx.keys, db, destination).is_err() {
+        ctx.reply.error(err::WRONGTYPE);
+        return Moved::Answered;
+    }
+    let element = match list_at(ctx.keys, db, source) {
+        Ok(Some(list)) => pop_at(list, from),
+        _ => None,
+    };
+    let Some(element) = element else {
+        return Moved::SourceEmpty;
+    };
+    match list_at(ctx.keys, db, destination) {
+        Ok(Some(list)) => push_at(list, to, element.clone()),
+        _ => {
+            let mut list = List::new();
+            list.push_back(element.clone());
+            ctx.keys.set(db, destination, Value::List(list), None);
+        }
+    }
+    ctx.keys.signal_modified(db, destination);
+    remove_if_empty(ctx.keys, db, source);
+    ctx.keys.signal_modified(db, source);
+    ctx.reply.bulk(&element);
+    Moved::Answered
+}
+
+fn move_generic(ctx: &mut Ctx<'_, '_>, source: &[u8], destination: &[u8], from: End, to: End) {
+    if let Moved::SourceEmpty = try_move(ctx, source, destination, from, to) {
+        ctx.reply.null();
+    }
+}

@@ -1,0 +1,167 @@
+//! Reading lists: LRANGE, LLEN, LINDEX, LPOS.
+
+use bytes::Bytes;
+
+use super::{list_at, resolve_index, resolve_range, WrongType};
+use crate::commands::{err, int_arg, is, parse_i64, Ctx};
+
+pub(super) fn lrange(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let Some(start) = int_arg(ctx, &args[2]) else {
+        return;
+    };
+    let Some(stop) = int_arg(ctx, &args[3]) else {
+        return;
+    };
+    let db = ctx.db();
+    match list_at(ctx.keys, db, &args[1]) {
+        Err(WrongType) => ctx.reply.error(err::WRONGTYPE),
+        Ok(None) => ctx.reply.array(0),
+        Ok(Some(list)) => match resolve_range(start, stop, list.len()) {
+            None => ctx.reply.array(0),
+            Some((first, last)) => {
+                ctx.reply.array(last - first + 1);
+                for element in list.range(first..=last) {
+                    ctx.reply.bulk(element);
+                }
+            }
+        },
+    }
+}
+
+pub(super) fn llen(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let db = ctx.db();
+    match list_at(ctx.keys, db, &args[1]) {
+        Err(WrongType) => ctx.reply.error(err::WRONGTYPE),
+        Ok(None) => ctx.reply.integer(0),
+        Ok(Some(list)) => ctx.reply.integer(list.len() as i64),
+    }
+}
+
+pub(super) fn lindex(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let db = ctx.db();
+    // As in Redis, the key is looked at before the index is parsed.
+    let list = match list_at(ctx.keys, db, &args[1]) {
+        Err(WrongType) => {
+            ctx.reply.error(err::WRONGTYPE);
+            return;
+        }
+        Ok(None) => {
+            ctx.reply.null();
+            return;
+        }
+        Ok(Some(list)) => list,
+    };
+    let Some(index) = parse_i64(&args[2]) else {
+        ctx.reply.error(err::NOT_INTEGER);
+        return;
+    };
+    match resolve_index(index, list.len()).and_then(|i| list.get(i)) {
+        Some(element) => ctx.reply.bulk(element),
+        None => ctx.reply.null(),
+    }
+}
+
+const RANK_ZERO: &[u8] = b"ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list";
+
+/// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len].
+pub(super) fn lpos(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let mut rank: i64 = 1;
+    // None: no COUNT given (a single index or nil is answered); Some(0): every match.
+    let mut count: Option<u64> = None;
+    let mut max_len: u64 = 0;
+    let mut index = 3;
+    while index < args.len() {
+        let has_value = index + 1 < args.len();
+        let option = &args[index];
+        if is(option, "RANK") && has_value {
+            let Some(n) = int_arg(ctx, &args[index + 1]) else {
+                return;
+            };
+            if n == 0 {
+                ctx.reply.error(RANK_ZERO);
+                return;
+            }
+            rank = n;
+        } else if is(option, "COUNT") && has_value {
+            match parse_i64(&args[index + 1]).filter(|n| *n >= 0) {
+                Some(n) => count = Some(n as u64),
+                None => {
+                    ctx.reply.error(b"ERR COUNT can't be negative");
+                    return;
+                }
+            }
+        } else if is(option, "MAXLEN") && has_value {
+            match parse_i64(&args[index + 1]).filter(|n| *n >= 0) {
+                Some(n) => max_len = n as u64,
+                None => {
+                    ctx.reply.error(b"ERR MAXLEN can't be negative");
+                    return;
+                }
+            }
+        } else {
+            ctx.reply.error(err::SYNTAX);
+            return;
+        }
+        index += 2;
+    }
+    let db = ctx.db();
+    let wanted = &args[2][..];
+    let list = match list_at(ctx.keys, db, &args[1]) {
+        Err(WrongType) => {
+            ctx.reply.error(err::WRONGTYPE);
+            return;
+        }
+        Ok(None) => {
+            if count.is_some() {
+                ctx.reply.array(0);
+            } else {
+                ctx.reply.null();
+            }
+            return;
+        }
+        Ok(Some(list)) => list,
+    };
+    let from_tail = rank < 0;
+    let skip_matches = rank.unsigned_abs() - 1;
+    let len = list.len();
+    let scan_limit = if max_len == 0 {
+        len
+    } else {
+        usize::try_from(max_len).unwrap_or(usize::MAX).min(len)
+    };
+    let mut found: Vec<usize> = Vec::new();
+    let mut matches: u64 = 0;
+    for scanned in 0..scan_limit {
+        let position = if from_tail {
+            len - 1 - scanned
+        } else {
+            scanned
+        };
+        if list[position] != wanted {
+            continue;
+        }
+        matches += 1;
+        if matches <= skip_matches {
+            continue;
+        }
+        found.push(position);
+        match count {
+            None => break,
+            Some(0) => {}
+            Some(n) if found.len() as u64 >= n => break,
+            Some(_) => {}
+        }
+    }
+    match count {
+        None => match found.first() {
+            Some(&position) => ctx.reply.integer(position as i64),
+            None => ctx.reply.null(),
+        },
+        Some(_) => {
+            ctx.reply.array(found.len());
+            for position in found {
+                ctx.reply.integer(position as i64);
+            }
+        }
+    }
+}
