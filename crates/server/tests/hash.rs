@@ -3,39 +3,9 @@
 mod common;
 
 use std::collections::{HashMap, HashSet};
-use std::io::Read;
 
-use common::{RawConn, TestServer};
-
-/// Sends a command written as space-separated words and asserts the exact reply.
-fn check(conn: &mut RawConn, command: &str, expected: &str) {
-    let args: Vec<&[u8]> = command.split(' ').map(str::as_bytes).collect();
-    conn.expect(&args, expected.as_bytes());
-}
-
-/// A connection switched to RESP3 (HELLO's map reply is read and dropped).
-fn resp3(server: &TestServer) -> RawConn {
-    let mut conn = server.raw();
-    conn.send(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n*1\r\n$4\r\nPING\r\n");
-    let mut seen = Vec::new();
-    let mut byte = [0u8; 1];
-    while !seen.ends_with(b"+PONG\r\n") {
-        match conn.stream.read(&mut byte) {
-            Ok(1) => seen.push(byte[0]),
-            _ => panic!("no reply to HELLO 3: {:?}", String::from_utf8_lossy(&seen)),
-        }
-    }
-    conn
-}
-
-fn bulk(text: &str) -> String {
-    format!("${}\r\n{}\r\n", text.len(), text)
-}
-
-const WRONGTYPE: &str = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
-const SYNTAX: &str = "-ERR syntax error\r\n";
-const NOT_INTEGER: &str = "-ERR value is not an integer or out of range\r\n";
-const NIL: &str = "$-1\r\n";
+use common::replies::{NIL, NOT_INTEGER, SYNTAX, WRONGTYPE};
+use common::{bulk, check, resp3, TestServer};
 
 #[test]
 fn hset_hget_and_friends() {

@@ -4,39 +4,8 @@ mod common;
 
 use std::io::Read;
 
-use common::{RawConn, TestServer};
-
-/// Sends a command written as space-separated words and asserts the exact reply.
-fn check(conn: &mut RawConn, command: &str, expected: &str) {
-    let args: Vec<&[u8]> = command.split(' ').map(str::as_bytes).collect();
-    conn.expect(&args, expected.as_bytes());
-}
-
-/// A connection switched to RESP3 (HELLO's map reply is read and dropped).
-fn resp3(server: &TestServer) -> RawConn {
-    let mut conn = server.raw();
-    conn.send(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n*1\r\n$4\r\nPING\r\n");
-    let mut seen = Vec::new();
-    let mut byte = [0u8; 1];
-    while !seen.ends_with(b"+PONG\r\n") {
-        match conn.stream.read(&mut byte) {
-            Ok(1) => seen.push(byte[0]),
-            _ => panic!("no reply to HELLO 3: {:?}", String::from_utf8_lossy(&seen)),
-        }
-    }
-    conn
-}
-
-/// A bulk string reply.
-fn bulk(text: &str) -> String {
-    format!("${}\r\n{}\r\n", text.len(), text)
-}
-
-const NIL: &str = "$-1\r\n";
-const NULL3: &str = "_\r\n";
-const SYNTAX: &str = "-ERR syntax error\r\n";
-const NOT_INTEGER: &str = "-ERR value is not an integer or out of range\r\n";
-const NOT_FLOAT: &str = "-ERR value is not a valid float\r\n";
+use common::replies::{NIL, NOT_FLOAT, NOT_INTEGER, NULL3, SYNTAX};
+use common::{bulk, check, resp3, RawConn, TestServer};
 
 fn wall_ms() -> i64 {
     std::time::SystemTime::now()

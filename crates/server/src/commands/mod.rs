@@ -124,3 +124,27 @@ pub fn parse_f64(arg: &[u8]) -> Option<f64> {
 pub fn is(arg: &[u8], keyword: &str) -> bool {
     arg.eq_ignore_ascii_case(keyword.as_bytes())
 }
+
+/// The `[COUNT n]` that ends LMPOP / ZMPOP (and their blocking forms): 1 when absent.
+/// Writes Redis' error and returns `None` on a bad one.
+pub fn mpop_count(reply: &mut Reply, options: &[bytes::Bytes]) -> Option<usize> {
+    let mut count = None;
+    let mut index = 0;
+    while index < options.len() {
+        let has_value = index + 1 < options.len();
+        if count.is_none() && is(&options[index], "COUNT") && has_value {
+            match parse_i64(&options[index + 1]).filter(|n| *n > 0) {
+                Some(n) => count = Some(usize::try_from(n).unwrap_or(usize::MAX)),
+                None => {
+                    reply.error(b"ERR count should be greater than 0");
+                    return None;
+                }
+            }
+            index += 2;
+        } else {
+            reply.error(err::SYNTAX);
+            return None;
+        }
+    }
+    Some(count.unwrap_or(1))
+}

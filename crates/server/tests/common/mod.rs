@@ -135,6 +135,53 @@ pub fn read_line(conn: &mut RawConn) -> String {
     String::from_utf8_lossy(&line).into_owned()
 }
 
+/// Sends a command written as space-separated words and asserts the exact reply.
+pub fn check(conn: &mut RawConn, command: &str, expected: &str) {
+    let args: Vec<&[u8]> = command.split(' ').map(str::as_bytes).collect();
+    conn.expect(&args, expected.as_bytes());
+}
+
+/// A connection switched to RESP3 (HELLO's map reply is read and dropped).
+pub fn resp3(server: &TestServer) -> RawConn {
+    let mut conn = server.raw();
+    conn.send(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n*1\r\n$4\r\nPING\r\n");
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    while !seen.ends_with(b"+PONG\r\n") {
+        match conn.stream.read(&mut byte) {
+            Ok(1) => seen.push(byte[0]),
+            _ => panic!("no reply to HELLO 3: {:?}", String::from_utf8_lossy(&seen)),
+        }
+    }
+    conn
+}
+
+/// A bulk string reply.
+pub fn bulk(text: &str) -> String {
+    format!("${}\r\n{}\r\n", text.len(), text)
+}
+
+/// An array reply of bulk strings, in the given order.
+pub fn bulks(items: &[&str]) -> String {
+    let mut out = format!("*{}\r\n", items.len());
+    for item in items {
+        out.push_str(&bulk(item));
+    }
+    out
+}
+
+/// Replies many tests expect, byte for byte.
+pub mod replies {
+    pub const NIL: &str = "$-1\r\n";
+    pub const NIL_ARRAY: &str = "*-1\r\n";
+    pub const NULL3: &str = "_\r\n";
+    pub const SYNTAX: &str = "-ERR syntax error\r\n";
+    pub const NOT_INTEGER: &str = "-ERR value is not an integer or out of range\r\n";
+    pub const NOT_FLOAT: &str = "-ERR value is not a valid float\r\n";
+    pub const WRONGTYPE: &str =
+        "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+}
+
 pub struct RawConn {
     pub stream: TcpStream,
 }

@@ -134,28 +134,11 @@ pub(super) fn parse_mpop<'a>(
         ctx.reply.error(err::SYNTAX);
         return None;
     };
-    let mut count = None;
-    let mut index = where_at + 1;
-    while index < args.len() {
-        let has_value = index + 1 < args.len();
-        if count.is_none() && crate::commands::is(&args[index], "COUNT") && has_value {
-            match parse_i64(&args[index + 1]).filter(|n| *n > 0) {
-                Some(n) => count = Some(usize::try_from(n).unwrap_or(usize::MAX)),
-                None => {
-                    ctx.reply.error(b"ERR count should be greater than 0");
-                    return None;
-                }
-            }
-            index += 2;
-        } else {
-            ctx.reply.error(err::SYNTAX);
-            return None;
-        }
-    }
+    let count = crate::commands::mpop_count(ctx.reply, &args[where_at + 1..])?;
     Some(MpopRequest {
         keys: &args[first_key..where_at],
         end,
-        count: count.unwrap_or(1),
+        count,
     })
 }
 

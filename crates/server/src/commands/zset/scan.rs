@@ -1,24 +1,16 @@
 //! ZSCAN: walking a sorted set's members and scores a few at a time.
 //!
 //! A set small enough for Redis' compact encoding is returned whole with cursor 0, as Redis
-//! does. A bigger one is walked in the order of a per-process hash of its members, the cursor
-//! being the next hash to visit: every member present for the whole walk is returned at
-//! least once, whatever changes in between.
-
-use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+//! does. A bigger one is walked with the cursor walk SSCAN and HSCAN use
+//! (`commands::set::scan::walk`).
 
 use bytes::Bytes;
-use latch_keyspace::glob::glob_match;
 use latch_keyspace::Value;
 use latch_protocol::format_double_g17;
 
 use crate::commands::keys::scan::parse_cursor;
-use crate::commands::{err, is, parse_i64, Ctx};
-
-/// A hash that is the same for a member throughout the process (cursors depend on it).
-fn member_hash(member: &[u8]) -> u64 {
-    BuildHasherDefault::<DefaultHasher>::default().hash_one(member)
-}
+use crate::commands::set::scan::{parse_options, walk};
+use crate::commands::{err, Ctx};
 
 pub(super) fn zscan(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let Some(cursor) = parse_cursor(&args[2]) else {
@@ -40,52 +32,17 @@ pub(super) fn zscan(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
     };
     // As in Redis, options are looked at only once the key is known to hold a sorted set.
-    let mut count: usize = 10;
-    let mut pattern: Option<&[u8]> = None;
-    let mut index = 3;
-    while index < args.len() {
-        let has_value = index + 1 < args.len();
-        let option = &args[index];
-        if is(option, "COUNT") && has_value {
-            let Some(n) = parse_i64(&args[index + 1]) else {
-                ctx.reply.error(err::NOT_INTEGER);
-                return;
-            };
-            if n < 1 {
-                ctx.reply.error(err::SYNTAX);
-                return;
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if is(option, "MATCH") && has_value {
-            pattern = Some(&args[index + 1][..]).filter(|p| *p != b"*");
-        } else {
-            ctx.reply.error(err::SYNTAX);
-            return;
-        }
-        index += 2;
-    }
+    let Some(options) = parse_options(ctx.reply, &args[3..]) else {
+        return;
+    };
     let (next, batch): (u64, Vec<(&[u8], f64)>) = if small {
         (0, set.iter().collect())
     } else {
-        let mut pending: Vec<(u64, &[u8], f64)> = set
-            .iter()
-            .map(|(m, s)| (member_hash(m), m, s))
-            .filter(|(h, _, _)| *h >= cursor)
-            .collect();
-        if pending.len() > count {
-            pending.select_nth_unstable_by_key(count - 1, |(h, _, _)| *h);
-            let last = pending[count - 1].0;
-            // Members sharing the last hash go in this batch too: the next cursor skips it.
-            pending.retain(|(h, _, _)| *h <= last);
-            let next = last.checked_add(1).unwrap_or(0);
-            (next, pending.into_iter().map(|(_, m, s)| (m, s)).collect())
-        } else {
-            (0, pending.into_iter().map(|(_, m, s)| (m, s)).collect())
-        }
+        walk(set.iter(), |(member, _)| member, cursor, options.count)
     };
     let batch: Vec<(&[u8], f64)> = batch
         .into_iter()
-        .filter(|(m, _)| pattern.is_none_or(|p| glob_match(p, m, false)))
+        .filter(|(m, _)| options.matches(m))
         .collect();
     ctx.reply.array(2);
     ctx.reply.bulk(next.to_string().as_bytes());
