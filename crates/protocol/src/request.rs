@@ -436,7 +436,7 @@ fn hex_value(b: u8) -> Option<u8> {
 /// - Inside single quotes only `\'` is an escape.
 /// - A quote may start in the middle of an argument (`a"b c"` is `ab c`), but a closing
 ///   quote must be followed by whitespace or the end of the line.
-fn split_args(line: &Bytes, out: &mut Vec<Bytes>) -> bool {
+pub fn split_args(line: &Bytes, out: &mut Vec<Bytes>) -> bool {
     #[derive(PartialEq)]
     enum Mode {
         Plain,

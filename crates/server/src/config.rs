@@ -454,95 +454,17 @@ impl Value {
 // Text helpers shared with redis-server's formats.
 // ---------------------------------------------------------------------------------------
 
-/// Splits a line into arguments the way Redis' `sdssplitargs` does: blanks separate,
-/// "double quotes" take `\n \r \t \b \a \\ \" \xHH` escapes, 'single quotes' take `\'`, and
-/// a closing quote must be followed by a blank or the end. `None` on unbalanced quotes.
+/// Splits a config line into arguments with Redis' quoting rules (`sdssplitargs`: the same
+/// rules as inline commands, so the protocol crate's splitter serves both). `None` on
+/// unbalanced quotes.
 pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
-    let mut out = Vec::new();
-    let mut p = 0usize;
-    let at = |i: usize| -> u8 { line.get(i).copied().unwrap_or(0) };
-    loop {
-        while p < line.len() && is_c_space(line[p]) {
-            p += 1;
-        }
-        if p >= line.len() {
-            return Some(out);
-        }
-        let mut current = Vec::new();
-        let (mut in_double, mut in_single, mut done) = (false, false, false);
-        while !done {
-            let c = at(p);
-            if in_double {
-                if c == b'\\'
-                    && at(p + 1) == b'x'
-                    && at(p + 2).is_ascii_hexdigit()
-                    && at(p + 3).is_ascii_hexdigit()
-                {
-                    current.push(hex_value(at(p + 2)) * 16 + hex_value(at(p + 3)));
-                    p += 3;
-                } else if c == b'\\' && p + 1 < line.len() {
-                    p += 1;
-                    current.push(match at(p) {
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'b' => 8,
-                        b'a' => 7,
-                        other => other,
-                    });
-                } else if c == b'"' {
-                    if p + 1 < line.len() && !is_c_space(at(p + 1)) {
-                        return None;
-                    }
-                    done = true;
-                } else if p >= line.len() {
-                    return None;
-                } else {
-                    current.push(c);
-                }
-            } else if in_single {
-                if c == b'\\' && at(p + 1) == b'\'' {
-                    p += 1;
-                    current.push(b'\'');
-                } else if c == b'\'' {
-                    if p + 1 < line.len() && !is_c_space(at(p + 1)) {
-                        return None;
-                    }
-                    done = true;
-                } else if p >= line.len() {
-                    return None;
-                } else {
-                    current.push(c);
-                }
-            } else if p >= line.len() {
-                done = true;
-            } else {
-                match c {
-                    b' ' | b'\n' | b'\r' | b'\t' | 0 => done = true,
-                    b'"' => in_double = true,
-                    b'\'' => in_single = true,
-                    _ => current.push(c),
-                }
-            }
-            if p < line.len() {
-                p += 1;
-            }
-        }
-        out.push(current);
-    }
+    let mut words = Vec::new();
+    latch_protocol::request::split_args(&bytes::Bytes::copy_from_slice(line), &mut words)
+        .then(|| words.into_iter().map(|w| w.to_vec()).collect())
 }
 
 fn is_c_space(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
-}
-
-fn hex_value(c: u8) -> u8 {
-    match c {
-        b'0'..=b'9' => c - b'0',
-        b'a'..=b'f' => c - b'a' + 10,
-        b'A'..=b'F' => c - b'A' + 10,
-        _ => 0,
-    }
 }
 
 /// Quotes a string the way Redis' `sdscatrepr` does, so [`split_args`] reads it back.
