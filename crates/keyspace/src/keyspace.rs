@@ -6,6 +6,11 @@
 //! commands on different keys run in parallel. A command that needs the whole keyspace
 //! (FLUSHALL, KEYS, a transaction, a script) locks every shard, which makes it atomic.
 
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::clock::{Clock, Deadline, Now};
@@ -18,6 +23,123 @@ pub struct Shard {
     dbs: Box<[Table]>,
     /// Writes since the last snapshot (Redis' `dirty`), summed over shards when asked.
     dirty: u64,
+    /// WATCHed keys of this shard (every database) and who watches them. Kept here rather
+    /// than in each `Table` because FLUSHDB replaces a table and SWAPDB moves tables, while a
+    /// watch stays with its database number. Writers look here only when it is non-empty.
+    watches: HashMap<Box<[u8]>, WatchedBy>,
+    /// Clients blocked (BLPOP & co) on keys of this shard, per key in the order they
+    /// blocked. Writers look here only when it is non-empty.
+    blocked: HashMap<Box<[u8]>, Vec<BlockedOn>>,
+}
+
+/// A client blocked until a key can serve it (BLPOP, BZPOPMIN...). The keyspace holds only
+/// weak references and calls [`wake`](KeyWaiter::wake) under the key's shard lock.
+pub trait KeyWaiter: Send + Sync + std::fmt::Debug {
+    /// Asks the client to run its command again. Returns a token the waker may use to wait
+    /// for that retry to finish (the server's business; the keyspace only passes it on).
+    fn wake(&self) -> u64;
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// A waiter this view woke, for the caller to wait on if it cares about ordering.
+#[derive(Debug, Clone)]
+pub struct Woken {
+    pub waiter: Arc<dyn KeyWaiter>,
+    pub token: u64,
+}
+
+/// One client blocked on one key of a database.
+#[derive(Debug)]
+struct BlockedOn {
+    db: usize,
+    waiter: Weak<dyn KeyWaiter>,
+}
+
+impl BlockedOn {
+    fn is(&self, waiter: &Arc<dyn KeyWaiter>) -> bool {
+        std::ptr::eq(
+            self.waiter.as_ptr().cast::<()>(),
+            Arc::as_ptr(waiter).cast::<()>(),
+        )
+    }
+}
+
+/// The clients watching one key (of any database) of a shard.
+#[derive(Debug)]
+struct WatchedBy {
+    hash: u64,
+    watchers: Vec<Watcher>,
+}
+
+#[derive(Debug)]
+struct Watcher {
+    db: usize,
+    /// The watching client's flag; dead once the client is gone (pruned lazily).
+    flag: Weak<AtomicBool>,
+    /// The key was present but past its deadline when watched (Redis' `expired` watch):
+    /// its removal is no logical change, so it does not fail the transaction.
+    stale: bool,
+}
+
+/// The keys one client WATCHes and the flag that writers of those keys raise. The keyspace
+/// holds only weak references to the flag, so a client that goes away without UNWATCH leaves
+/// dead entries behind; dropping `Watches` marks their shards so the next sweep prunes them.
+#[derive(Debug, Default)]
+pub struct Watches {
+    flag: Arc<AtomicBool>,
+    keys: Vec<WatchedKey>,
+    /// The keyspace's per-shard "has dead watchers" marks, known once something is watched.
+    orphans: Option<Arc<[AtomicBool]>>,
+}
+
+#[derive(Debug)]
+struct WatchedKey {
+    db: usize,
+    key: Box<[u8]>,
+    shard: usize,
+}
+
+impl Watches {
+    /// Whether a watched key changed since it was watched (Redis' `CLIENT_DIRTY_CAS`).
+    pub fn is_dirty(&self) -> bool {
+        self.flag.load(Ordering::Acquire)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// The watched keys (of any database), for locking their shards.
+    pub fn keys(&self) -> Vec<&[u8]> {
+        self.keys.iter().map(|k| &k.key[..]).collect()
+    }
+
+    fn is_mine(&self, watcher: &Watcher) -> bool {
+        std::ptr::eq(watcher.flag.as_ptr(), Arc::as_ptr(&self.flag))
+    }
+}
+
+impl Drop for Watches {
+    fn drop(&mut self) {
+        let Some(orphans) = self.orphans.take() else {
+            return;
+        };
+        // Release the flag first, so that a sweep seeing the mark also sees a dead watcher.
+        drop(std::mem::take(&mut self.flag));
+        for key in &self.keys {
+            orphans[key.shard].store(true, Ordering::Release);
+        }
+    }
+}
+
+thread_local! {
+    /// Views holding shard locks on this thread. Taking a second one would wait on a lock this
+    /// thread holds (a hang of every client touching those shards): refuse loudly instead.
+    static HELD_VIEWS: Cell<u32> = const { Cell::new(0) };
 }
 
 /// Counters a command leaves behind, folded into the server's stats afterwards.
@@ -42,6 +164,8 @@ pub struct Keyspace {
     num_dbs: usize,
     hasher: ahash::RandomState,
     clock: Clock,
+    /// Per shard: a client that watched keys there went away without UNWATCH.
+    orphans: Arc<[AtomicBool]>,
 }
 
 /// Which shards a view holds.
@@ -60,6 +184,8 @@ pub struct Locked<'a> {
     /// When false, lookups leave the access time alone (`CLIENT NO-TOUCH`, `OBJECT`).
     pub touch: bool,
     pub effects: Effects,
+    /// Blocked clients this view woke (their keys became servable), in wake order.
+    pub woken: Vec<Woken>,
 }
 
 impl Keyspace {
@@ -72,15 +198,19 @@ impl Keyspace {
                 Padded(Mutex::new(Shard {
                     dbs: (0..num_dbs).map(|_| Table::new(shard_bits)).collect(),
                     dirty: 0,
+                    watches: HashMap::new(),
+                    blocked: HashMap::new(),
                 }))
             })
             .collect();
+        let orphans = (0..shard_count).map(|_| AtomicBool::new(false)).collect();
         Keyspace {
             shards,
             shard_bits,
             num_dbs,
             hasher: ahash::RandomState::new(),
             clock: Clock::new(),
+            orphans,
         }
     }
 
@@ -114,6 +244,9 @@ impl Keyspace {
 
     /// Locks the shards holding `keys` (any order, duplicates allowed).
     pub fn lock_keys<'a, K: AsRef<[u8]>>(&'a self, keys: &[K]) -> Locked<'a> {
+        if !keys.is_empty() {
+            enter_locking();
+        }
         let guards = match keys {
             [] => Guards::None,
             [key] => {
@@ -142,6 +275,7 @@ impl Keyspace {
 
     /// Locks every shard: the caller runs alone.
     pub fn lock_all(&self) -> Locked<'_> {
+        enter_locking();
         self.view(Guards::All(
             self.shards.iter().map(|s| s.0.lock()).collect(),
         ))
@@ -159,6 +293,7 @@ impl Keyspace {
             now: self.clock.now(),
             touch: true,
             effects: Effects::default(),
+            woken: Vec::new(),
         }
     }
 
@@ -167,13 +302,32 @@ impl Keyspace {
     pub fn sweep_shard(&self, shard: usize, max_segments: usize) -> Vec<(usize, Box<[u8]>)> {
         let now = self.clock.now();
         let mut guard = self.shards[shard].0.lock();
+        if self.orphans[shard].swap(false, Ordering::Acquire) {
+            prune_watches(&mut guard);
+        }
         let mut removed = Vec::new();
         let mut keys = Vec::new();
         for (db, table) in guard.dbs.iter_mut().enumerate() {
             table.sweep_expired(now, max_segments, &mut keys);
             removed.extend(keys.drain(..).map(|k| (db, k)));
         }
+        if !guard.watches.is_empty() {
+            for (db, key) in &removed {
+                touch_watchers(&mut guard, *db, self.hash(key), key, now);
+            }
+        }
         removed
+    }
+
+    /// UNWATCH for a client that holds no shard: locks its watched keys' shards and forgets
+    /// them.
+    pub fn unwatch(&self, watches: &mut Watches) {
+        if watches.keys.is_empty() {
+            watches.flag.store(false, Ordering::Release);
+            return;
+        }
+        let mut view = self.lock_keys(&watches.keys());
+        view.unwatch_all(watches);
     }
 
     /// Writes since the last snapshot, over all shards (locks them one at a time).
@@ -184,6 +338,25 @@ impl Keyspace {
     pub fn reset_dirty(&self) {
         for s in self.shards.iter() {
             s.0.lock().dirty = 0;
+        }
+    }
+}
+
+/// Counts a view about to take shard locks on this thread; see [`HELD_VIEWS`].
+fn enter_locking() {
+    HELD_VIEWS.with(|held| {
+        assert!(
+            held.get() == 0,
+            "a second keyspace view on a thread that already holds shard locks would deadlock"
+        );
+        held.set(held.get() + 1);
+    });
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        if !matches!(self.guards, Guards::None) {
+            HELD_VIEWS.with(|held| held.set(held.get().saturating_sub(1)));
         }
     }
 }
@@ -203,18 +376,7 @@ impl<'a> Locked<'a> {
     }
 
     fn shard_mut(&mut self, shard: usize) -> &mut Shard {
-        match &mut self.guards {
-            Guards::All(all) => &mut all[shard],
-            Guards::One(s, guard) if *s == shard => guard,
-            Guards::Some(list) => {
-                let position = list
-                    .iter()
-                    .position(|(s, _)| *s == shard)
-                    .expect("command touched a key whose shard it did not lock");
-                &mut list[position].1
-            }
-            _ => panic!("command touched a key whose shard it did not lock"),
-        }
+        shard_in(&mut self.guards, shard)
     }
 
     fn table_mut(&mut self, db: usize, hash: u64) -> &mut Table {
@@ -246,19 +408,27 @@ impl<'a> Locked<'a> {
         let shard = self.keyspace.shard_of_hash(hash);
         // Split borrows: effects and guards are separate fields.
         let effects = &mut self.effects;
-        let table = match &mut self.guards {
-            Guards::All(all) => &mut all[shard].dbs[db],
-            Guards::One(s, guard) if *s == shard => &mut guard.dbs[db],
+        let shard = match &mut self.guards {
+            Guards::All(all) => &mut all[shard],
+            Guards::One(s, guard) if *s == shard => guard,
             Guards::Some(list) => {
                 let position = list
                     .iter()
                     .position(|(s, _)| *s == shard)
                     .expect("command touched a key whose shard it did not lock");
-                &mut list[position].1.dbs[db]
+                &mut list[position].1
             }
             _ => panic!("command touched a key whose shard it did not lock"),
         };
-        match table.lookup(hash, key, now) {
+        // Watchers must hear of a lazy expiry; checked apart so the common path (nobody
+        // watching this shard) stays one probe.
+        if !shard.watches.is_empty() && shard.dbs[db].remove_if_passed(hash, key, now) {
+            touch_watchers(shard, db, hash, key, now);
+            effects.expired += 1;
+            effects.misses += 1;
+            return None;
+        }
+        match shard.dbs[db].lookup(hash, key, now) {
             Found::Live(slot) => {
                 effects.hits += 1;
                 if touch {
@@ -321,8 +491,11 @@ impl<'a> Locked<'a> {
     pub fn remove(&mut self, db: usize, key: &[u8]) -> Option<Entry> {
         let hash = self.keyspace.hash(key);
         let now = self.now;
-        let slot = self.table_mut(db, hash).remove(hash, key)?;
+        let shard = self.shard_mut(self.keyspace.shard_of_hash(hash));
+        let slot = shard.dbs[db].remove(hash, key)?;
         if slot.entry.deadline.is_some_and(|d| d.is_passed(now)) {
+            // Removed by expiry, as a lookup would have: watchers learn of it.
+            touch_watchers(shard, db, hash, key, now);
             self.effects.expired += 1;
             return None;
         }
@@ -338,9 +511,156 @@ impl<'a> Locked<'a> {
         self.table_mut(db, hash).set_deadline(hash, key, deadline)
     }
 
-    /// Records a change to `key` (for snapshots' change counter; later WATCH and notifications).
+    /// Records a change to `key`: the snapshot change counter, and clients WATCHing it.
+    /// Call after the change, and only when something really changed.
     pub fn signal_modified(&mut self, db: usize, key: &[u8]) {
-        self.add_dirty(db, key, 1);
+        let hash = self.keyspace.hash(key);
+        let now = self.now;
+        let shard = shard_in(&mut self.guards, self.keyspace.shard_of_hash(hash));
+        shard.dirty += 1;
+        touch_watchers(shard, db, hash, key, now);
+        if !shard.blocked.is_empty() {
+            wake_blocked(shard, db, hash, key, now, &mut self.woken);
+        }
+    }
+
+    /// Queues `waiter` on `key` of `db` (after those already blocked there; once, however
+    /// often it is asked). Needs the key's shard.
+    pub fn block_on(&mut self, db: usize, key: &[u8], waiter: &Arc<dyn KeyWaiter>) {
+        let shard = self.shard_mut(self.keyspace.shard_of_key(key));
+        let queue = shard.blocked.entry(key.into()).or_default();
+        queue.retain(|b| b.waiter.strong_count() > 0);
+        if !queue.iter().any(|b| b.db == db && b.is(waiter)) {
+            queue.push(BlockedOn {
+                db,
+                waiter: Arc::downgrade(waiter),
+            });
+        }
+    }
+
+    /// Takes `waiter` off `key` of `db`. When the key holds something, the next client
+    /// blocked there is woken: whatever this one did not take may serve it.
+    pub fn unblock_from(&mut self, db: usize, key: &[u8], waiter: &Arc<dyn KeyWaiter>) {
+        self.pass_blocked(db, key, waiter, true);
+    }
+
+    /// `waiter` tried again and stays blocked: when the key holds something (that it could
+    /// not use, e.g. another type), the client blocked after it there gets its turn.
+    pub fn pass_on(&mut self, db: usize, key: &[u8], waiter: &Arc<dyn KeyWaiter>) {
+        self.pass_blocked(db, key, waiter, false);
+    }
+
+    fn pass_blocked(&mut self, db: usize, key: &[u8], waiter: &Arc<dyn KeyWaiter>, leave: bool) {
+        let hash = self.keyspace.hash(key);
+        let now = self.now;
+        let shard = shard_in(&mut self.guards, self.keyspace.shard_of_hash(hash));
+        let Some(queue) = shard.blocked.get_mut(key) else {
+            return;
+        };
+        queue.retain(|b| b.waiter.strong_count() > 0);
+        let position = queue.iter().position(|b| b.db == db && b.is(waiter));
+        let next = match position {
+            Some(at) if leave => {
+                queue.remove(at);
+                at
+            }
+            Some(at) => at + 1,
+            None => 0,
+        };
+        if queue.is_empty() {
+            shard.blocked.remove(key);
+            return;
+        }
+        if is_live(&shard.dbs[db], hash, key, now) {
+            if let Some(queue) = shard.blocked.get(key) {
+                wake_first(queue, db, next, &mut self.woken);
+            }
+        }
+    }
+
+    /// Adds `key` of `db` to what `watches` watches (WATCH). Needs the key's shard.
+    pub fn watch(&mut self, db: usize, key: &[u8], watches: &mut Watches) {
+        if watches.keys.iter().any(|k| k.db == db && *k.key == *key) {
+            return;
+        }
+        let hash = self.keyspace.hash(key);
+        let shard_index = self.keyspace.shard_of_hash(hash);
+        let now = self.now;
+        let orphans = watches
+            .orphans
+            .get_or_insert_with(|| self.keyspace.orphans.clone())
+            .clone();
+        let shard = self.shard_mut(shard_index);
+        if orphans[shard_index].swap(false, Ordering::Acquire) {
+            prune_watches(shard);
+        }
+        let stale = shard.dbs[db]
+            .get(hash, key)
+            .is_some_and(|slot| is_passed(&slot.entry, now));
+        let watcher = Watcher {
+            db,
+            flag: Arc::downgrade(&watches.flag),
+            stale,
+        };
+        match shard.watches.get_mut(key) {
+            Some(by) => by.watchers.push(watcher),
+            None => {
+                shard.watches.insert(
+                    key.into(),
+                    WatchedBy {
+                        hash,
+                        watchers: vec![watcher],
+                    },
+                );
+            }
+        }
+        watches.keys.push(WatchedKey {
+            db,
+            key: key.into(),
+            shard: shard_index,
+        });
+    }
+
+    /// Forgets every key `watches` watches and clears its flag. Needs the watched keys' shards.
+    pub fn unwatch_all(&mut self, watches: &mut Watches) {
+        for watched in std::mem::take(&mut watches.keys) {
+            let shard = self.shard_mut(watched.shard);
+            if let Some(by) = shard.watches.get_mut(&watched.key) {
+                by.watchers
+                    .retain(|w| !(w.db == watched.db && watches.is_mine(w)));
+                if by.watchers.is_empty() {
+                    shard.watches.remove(&watched.key);
+                }
+            }
+        }
+        watches.flag.store(false, Ordering::Release);
+    }
+
+    /// Whether a watched key that was live when watched is now past its deadline (not yet
+    /// removed): Redis fails EXEC then. Needs the watched keys' shards.
+    pub fn watched_key_expired(&mut self, watches: &Watches) -> bool {
+        let now = self.now;
+        for watched in &watches.keys {
+            let shard = self.shard_mut(watched.shard);
+            let Some(by) = shard.watches.get(&watched.key) else {
+                continue;
+            };
+            let was_stale = by
+                .watchers
+                .iter()
+                .any(|w| w.db == watched.db && watches.is_mine(w) && w.stale);
+            if was_stale {
+                continue;
+            }
+            let hash = by.hash;
+            if shard.dbs[watched.db]
+                .get(hash, &watched.key)
+                .is_some_and(|slot| is_passed(&slot.entry, now))
+            {
+                return true;
+            }
+        }
+        false
     }
 
     /// Adds `changes` to the write counter of the shard holding `key`.
@@ -371,7 +691,9 @@ impl<'a> Locked<'a> {
     /// Removes every key of `db`; returns how many there were. Needs every shard.
     pub fn flush_db(&mut self, db: usize) -> usize {
         let mut removed = 0;
+        let now = self.now;
         for shard in self.all().iter_mut() {
+            touch_all_watchers_in_db(shard, db, None, now);
             removed += shard.dbs[db].len();
             let shard_bits = shard_bits_of(shard);
             shard.dbs[db] = Table::new(shard_bits);
@@ -382,9 +704,26 @@ impl<'a> Locked<'a> {
 
     /// Swaps two databases' contents. Needs every shard.
     pub fn swap_dbs(&mut self, a: usize, b: usize) {
-        for shard in self.all().iter_mut() {
+        let now = self.now;
+        let keyspace = self.keyspace;
+        let Guards::All(all) = &mut self.guards else {
+            panic!("whole-keyspace operation without every shard locked");
+        };
+        for shard in all.iter_mut() {
+            touch_all_watchers_in_db(shard, a, Some(b), now);
+            touch_all_watchers_in_db(shard, b, Some(a), now);
             shard.dbs.swap(a, b);
             shard.dirty += 1;
+            // Clients blocked in either database may now find their key (Redis does this
+            // in SWAPDB too).
+            for (key, queue) in shard.blocked.iter() {
+                let hash = keyspace.hash(key);
+                for db in [a, b] {
+                    if is_live(&shard.dbs[db], hash, key, now) {
+                        wake_first(queue, db, 0, &mut self.woken);
+                    }
+                }
+            }
         }
     }
 
@@ -480,6 +819,147 @@ impl<'a> Locked<'a> {
     }
 }
 
+/// The locked shard `shard` of a view's guards; panics when the view does not hold it (a
+/// command whose key specs missed a key it touches).
+fn shard_in<'g>(guards: &'g mut Guards<'_>, shard: usize) -> &'g mut Shard {
+    match guards {
+        Guards::All(all) => &mut all[shard],
+        Guards::One(s, guard) if *s == shard => guard,
+        Guards::Some(list) => {
+            let position = list
+                .iter()
+                .position(|(s, _)| *s == shard)
+                .expect("command touched a key whose shard it did not lock");
+            &mut list[position].1
+        }
+        _ => panic!("command touched a key whose shard it did not lock"),
+    }
+}
+
+fn is_passed(entry: &Entry, now: Now) -> bool {
+    entry.deadline.is_some_and(|d| d.is_passed(now))
+}
+
+fn raise(watcher: &Watcher) {
+    if let Some(flag) = watcher.flag.upgrade() {
+        flag.store(true, Ordering::Release);
+    }
+}
+
+/// Redis' `touchWatchedKey`, called after `key` of `db` changed or was removed by expiry.
+fn touch_watchers(shard: &mut Shard, db: usize, hash: u64, key: &[u8], now: Now) {
+    if shard.watches.is_empty() {
+        return;
+    }
+    let Some(by) = shard.watches.get_mut(key) else {
+        return;
+    };
+    let slot = shard.dbs[db].get(hash, key);
+    let present = slot.is_some();
+    let live = slot.is_some_and(|slot| !is_passed(&slot.entry, now));
+    for watcher in by.watchers.iter_mut().filter(|w| w.db == db) {
+        if watcher.stale && !live {
+            // Watched while already expired and still logically absent: no change. Once
+            // the key is really gone, this is an ordinary watch of a missing key.
+            watcher.stale = present;
+            continue;
+        }
+        raise(watcher);
+    }
+}
+
+/// Redis' `touchAllWatchedKeysInDb` for one shard: `emptied` is being flushed, or swapped
+/// with `replaced_with`. Only keys that exist in either database (expired or not) count.
+fn touch_all_watchers_in_db(
+    shard: &mut Shard,
+    emptied: usize,
+    replaced_with: Option<usize>,
+    now: Now,
+) {
+    if shard.watches.is_empty() {
+        return;
+    }
+    for (key, by) in shard.watches.iter_mut() {
+        let in_emptied = shard.dbs[emptied].get(by.hash, key).is_some();
+        let replacement = replaced_with.and_then(|r| shard.dbs[r].get(by.hash, key));
+        if !in_emptied && replacement.is_none() {
+            continue;
+        }
+        let replacement_expired = replacement.is_some_and(|slot| is_passed(&slot.entry, now));
+        for watcher in by.watchers.iter_mut().filter(|w| w.db == emptied) {
+            if watcher.stale {
+                if replacement.is_none() {
+                    // The expired key is deleted: no logical change.
+                    watcher.stale = false;
+                    continue;
+                }
+                if replacement_expired {
+                    continue;
+                }
+            } else if !in_emptied && replacement_expired {
+                // A missing key replaced by an expired one: still logically missing.
+                watcher.stale = true;
+                continue;
+            }
+            raise(watcher);
+        }
+    }
+}
+
+fn is_live(table: &Table, hash: u64, key: &[u8], now: Now) -> bool {
+    table
+        .get(hash, key)
+        .is_some_and(|slot| !is_passed(&slot.entry, now))
+}
+
+/// After `key` of `db` changed: when it now holds something, wakes the first client
+/// blocked on it (the others get their turn as each one finishes, keeping Redis' FIFO).
+fn wake_blocked(
+    shard: &mut Shard,
+    db: usize,
+    hash: u64,
+    key: &[u8],
+    now: Now,
+    woken: &mut Vec<Woken>,
+) {
+    if !is_live(&shard.dbs[db], hash, key, now) {
+        return;
+    }
+    if let Some(queue) = shard.blocked.get(key) {
+        wake_first(queue, db, 0, woken);
+    }
+}
+
+/// Wakes the first live waiter of `db` at or after `from` in `queue` (once per view).
+fn wake_first(queue: &[BlockedOn], db: usize, from: usize, woken: &mut Vec<Woken>) {
+    let next = queue
+        .iter()
+        .skip(from)
+        .filter(|b| b.db == db)
+        .find_map(|b| b.waiter.upgrade());
+    let Some(waiter) = next else {
+        return;
+    };
+    let already = woken.iter().any(|w| {
+        std::ptr::eq(
+            Arc::as_ptr(&w.waiter).cast::<()>(),
+            Arc::as_ptr(&waiter).cast::<()>(),
+        )
+    });
+    if !already {
+        let token = waiter.wake();
+        woken.push(Woken { waiter, token });
+    }
+}
+
+/// Drops watchers whose client is gone.
+fn prune_watches(shard: &mut Shard) {
+    shard.watches.retain(|_, by| {
+        by.watchers.retain(|w| w.flag.strong_count() > 0);
+        !by.watchers.is_empty()
+    });
+}
+
 fn shard_bits_of(shard: &Shard) -> u32 {
     // Every table of a shard was made with the keyspace's shard bits; a fresh one copies it.
     shard.dbs.first().map(|t| t.shard_bits()).unwrap_or(0)
@@ -559,6 +1039,84 @@ mod tests {
         assert!(view.get_untouched(0, b"missing").is_none());
         assert_eq!((view.effects.hits, view.effects.misses), (1, 1));
         assert_eq!(view.get(0, b"k").map(|e| e.access_s), Some(5));
+    }
+
+    fn registered_watchers(ks: &Keyspace) -> usize {
+        ks.shards
+            .iter()
+            .map(|s| {
+                s.0.lock()
+                    .watches
+                    .values()
+                    .map(|by| by.watchers.len())
+                    .sum::<usize>()
+            })
+            .sum()
+    }
+
+    #[test]
+    fn watches_are_raised_unregistered_and_pruned() {
+        let ks = Keyspace::new(2, 4);
+        let mut watches = Watches::default();
+        {
+            let mut view = ks.lock_keys(&["a", "b"]);
+            view.watch(0, b"a", &mut watches);
+            view.watch(0, b"a", &mut watches);
+            view.watch(1, b"b", &mut watches);
+        }
+        assert_eq!(watches.len(), 2);
+        assert_eq!(registered_watchers(&ks), 2);
+        {
+            let mut view = ks.lock_keys(&["a"]);
+            view.signal_modified(1, b"a");
+            assert!(!watches.is_dirty(), "another database's key");
+            view.signal_modified(0, b"a");
+            assert!(watches.is_dirty());
+        }
+        ks.unwatch(&mut watches);
+        assert!(!watches.is_dirty());
+        assert!(watches.is_empty());
+        assert_eq!(registered_watchers(&ks), 0);
+        // A client that goes away without UNWATCH: the next sweep of its shards prunes it.
+        let mut gone = Watches::default();
+        {
+            let mut view = ks.lock_keys(&["a", "b"]);
+            view.watch(0, b"a", &mut gone);
+            view.watch(0, b"b", &mut gone);
+        }
+        drop(gone);
+        assert_eq!(registered_watchers(&ks), 2);
+        for shard in 0..ks.shard_count() {
+            ks.sweep_shard(shard, 1);
+        }
+        assert_eq!(registered_watchers(&ks), 0);
+    }
+
+    #[test]
+    fn flush_touches_only_present_keys_of_its_db() {
+        let ks = Keyspace::new(2, 4);
+        let mut present = Watches::default();
+        let mut missing = Watches::default();
+        let mut all = ks.lock_all();
+        all.set(0, b"p", s("v"), None);
+        all.set(1, b"m", s("v"), None);
+        all.watch(0, b"p", &mut present);
+        all.watch(0, b"m", &mut missing);
+        all.flush_db(0);
+        assert!(present.is_dirty());
+        assert!(!missing.is_dirty());
+        all.swap_dbs(0, 1);
+        assert!(missing.is_dirty(), "SWAPDB brought the key in");
+        all.unwatch_all(&mut present);
+        all.unwatch_all(&mut missing);
+    }
+
+    #[test]
+    #[should_panic(expected = "would deadlock")]
+    fn a_second_view_on_one_thread_is_refused() {
+        let ks = Keyspace::new(1, 4);
+        let _held = ks.lock_keys(&["a"]);
+        let _again = ks.lock_all();
     }
 
     #[test]

@@ -5,17 +5,20 @@
 //! - [`table`]: one database's part of one shard, an extendible hash table that SCAN can walk.
 //! - [`keyspace`]: the shards, and [`Locked`], the view a command runs against.
 //! - [`zset`]: the sorted set value.
+//! - [`stream`]: the stream value.
 //! - [`glob`]: Redis-style glob matching for KEYS, SCAN MATCH and CONFIG GET.
 
 pub mod clock;
 pub mod glob;
 pub mod keyspace;
+pub mod stream;
 pub mod table;
 pub mod value;
 pub mod zset;
 
 pub use clock::{Clock, Deadline, Now};
-pub use keyspace::{Effects, Keyspace, Locked};
+pub use keyspace::{Effects, KeyWaiter, Keyspace, Locked, Woken};
+pub use stream::Stream;
 pub use table::Slot;
 pub use value::{parse_i64_strict, Entry, Value, ValueKind};
 pub use zset::SortedSet;

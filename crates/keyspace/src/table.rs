@@ -135,6 +135,17 @@ impl Table {
         Found::Live(occupied.into_mut())
     }
 
+    /// Removes the key if it is present and past its deadline at `now`; true if it did.
+    pub fn remove_if_passed(&mut self, hash: u64, key: &[u8], now: Now) -> bool {
+        let passed = self
+            .get(hash, key)
+            .is_some_and(|slot| slot.entry.deadline.is_some_and(|d| d.is_passed(now)));
+        if passed {
+            self.remove(hash, key);
+        }
+        passed
+    }
+
     /// Inserts or replaces a key; returns the entry it replaced.
     pub fn insert(&mut self, hash: u64, key: &[u8], entry: Entry) -> Option<Entry> {
         let index = self.segment_of(hash);

@@ -3,6 +3,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::clock::Deadline;
+use crate::stream::Stream;
 use crate::zset::SortedSet;
 
 /// The value stored under a key. Each data type joins this enum (and the persistence
@@ -15,6 +16,7 @@ pub enum Value {
     Set(HashSet<Vec<u8>>),
     Hash(HashMap<Vec<u8>, Vec<u8>>),
     ZSet(Box<SortedSet>),
+    Stream(Box<Stream>),
 }
 
 /// The kinds of value, as `TYPE` and `SCAN ... TYPE` name them.
@@ -25,6 +27,7 @@ pub enum ValueKind {
     Set,
     Hash,
     ZSet,
+    Stream,
 }
 
 const KINDS: &[(ValueKind, &str)] = &[
@@ -33,6 +36,7 @@ const KINDS: &[(ValueKind, &str)] = &[
     (ValueKind::Set, "set"),
     (ValueKind::Hash, "hash"),
     (ValueKind::ZSet, "zset"),
+    (ValueKind::Stream, "stream"),
 ];
 
 impl ValueKind {
@@ -69,6 +73,7 @@ impl Value {
             Value::Set(_) => ValueKind::Set,
             Value::Hash(_) => ValueKind::Hash,
             Value::ZSet(_) => ValueKind::ZSet,
+            Value::Stream(_) => ValueKind::Stream,
         }
     }
 
@@ -115,6 +120,7 @@ impl Value {
                     "skiplist"
                 }
             }
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -129,6 +135,7 @@ impl Value {
                 .map(|(f, v)| f.capacity() + v.capacity() + 56)
                 .sum::<usize>(),
             Value::ZSet(set) => set.heap_bytes(),
+            Value::Stream(stream) => stream.heap_bytes(),
         }
     }
 }

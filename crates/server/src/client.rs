@@ -2,13 +2,15 @@
 //! may read or act on ([`ClientShared`]: CLIENT LIST, CLIENT KILL), kept in the registry.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
+use latch_keyspace::keyspace::Watches;
+use latch_keyspace::{KeyWaiter, Woken};
 use parking_lot::Mutex;
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 
 /// Whether replies are sent (`CLIENT REPLY ON|OFF|SKIP`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +32,112 @@ pub struct Client {
     pub reply_mode: ReplyMode,
     pub close_after_reply: bool,
     pub shared: Arc<ClientShared>,
+    /// The transaction being queued, between MULTI and EXEC/DISCARD.
+    pub multi: Option<Transaction>,
+    /// The keys this client WATCHes.
+    pub watches: Watches,
+    /// True while EXEC runs the queued commands: blocking commands must not block then.
+    pub deny_blocking: bool,
+    /// The reply's error count when the last command ended, so that EXEC counts as failed
+    /// only for errors of its own, not those of the commands it ran (as Redis counts).
+    pub errors_mark: u64,
+    /// Set while a blocking command (BLPOP & co) waits for its keys.
+    pub blocked: Option<BlockRequest>,
+    /// Blocked clients the last command woke: the connection lets them run before it goes
+    /// on, so that, as in Redis, they are served before this client's next command.
+    pub woken: Vec<Woken>,
+}
+
+/// A blocking command waiting for one of its keys.
+#[derive(Debug)]
+pub struct BlockRequest {
+    /// The command, run again (through the gatekeeper) each time a key may serve it.
+    pub args: Vec<Bytes>,
+    /// The keys it is queued on.
+    pub keys: Vec<Bytes>,
+    pub db: usize,
+    /// When to give up (`None`: never).
+    pub deadline: Option<tokio::time::Instant>,
+    pub waiter: Arc<Waiter>,
+}
+
+/// How a blocked client is woken, and how a waker learns that the retry it caused is over.
+#[derive(Debug)]
+pub struct Waiter {
+    pub notify: Notify,
+    /// Retries started; bumped under the keys' locks, so a waker reading it under the same
+    /// locks knows the next retry sees its write.
+    started: AtomicU64,
+    /// Retries finished, the wake-ups they caused included; `u64::MAX` once the client no
+    /// longer blocks.
+    done: watch::Sender<u64>,
+}
+
+impl Waiter {
+    pub fn new() -> Arc<Waiter> {
+        Arc::new(Waiter {
+            notify: Notify::new(),
+            started: AtomicU64::new(0),
+            done: watch::Sender::new(0),
+        })
+    }
+
+    /// A retry begins (call under the keys' locks).
+    pub fn begin_retry(&self) {
+        self.started.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The retry that began last is over.
+    pub fn finish_retry(&self) {
+        let started = self.started.load(Ordering::SeqCst);
+        self.done.send_modify(|done| *done = (*done).max(started));
+    }
+
+    /// The client stops blocking: nobody need wait for it any more.
+    pub fn finish(&self) {
+        self.done.send_replace(u64::MAX);
+    }
+
+    /// Waits until the retry that a wake-up returning `token` caused is over.
+    pub async fn retried_after(&self, token: u64) {
+        let mut done = self.done.subscribe();
+        let _ = done.wait_for(|done| *done > token).await;
+    }
+}
+
+impl KeyWaiter for Waiter {
+    fn wake(&self) -> u64 {
+        self.notify.notify_one();
+        self.started.load(Ordering::SeqCst)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// Why CLIENT UNBLOCK ended a wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnblockReason {
+    /// Answer as if the timeout had passed.
+    Timeout,
+    /// Answer `-UNBLOCKED`.
+    Error,
+}
+
+/// Commands queued after MULTI.
+#[derive(Debug, Default)]
+pub struct Transaction {
+    pub queued: Vec<Queued>,
+    /// A command was refused while queueing: EXEC answers EXECABORT.
+    pub aborted: bool,
+}
+
+/// One queued command: its table id and arguments.
+#[derive(Debug)]
+pub struct Queued {
+    pub id: usize,
+    pub args: Vec<Bytes>,
 }
 
 /// What others may see or change of a client.
@@ -55,9 +163,17 @@ pub struct ClientShared {
     pub monitor: AtomicBool,
     pub no_evict: AtomicBool,
     pub no_touch: AtomicBool,
+    /// Commands queued in MULTI, or -1 outside a transaction (CLIENT LIST `multi=`).
+    pub multi: AtomicI64,
     /// Set by CLIENT KILL; the connection closes when it sees it.
     pub killed: AtomicBool,
     pub kill_signal: Notify,
+    /// In a blocking command (CLIENT LIST flag `b`, INFO blocked_clients). Whoever clears
+    /// it (the connection, or CLIENT UNBLOCK) takes the client off the blocked count.
+    pub blocked: AtomicBool,
+    /// CLIENT UNBLOCK's request: 0 none, 1 timeout, 2 error; `unblock_signal` tells.
+    unblock_reason: AtomicU8,
+    pub unblock_signal: Notify,
 }
 
 impl ClientShared {
@@ -69,6 +185,15 @@ impl ClientShared {
     /// A unix-socket or loopback client (what `enable-debug-command local` allows).
     pub fn is_local(&self) -> bool {
         self.unix || self.addr.starts_with("127.") || self.addr.starts_with("[::1]")
+    }
+
+    /// Takes CLIENT UNBLOCK's request, if there is one.
+    pub fn take_unblock(&self) -> Option<UnblockReason> {
+        match self.unblock_reason.swap(0, Ordering::SeqCst) {
+            1 => Some(UnblockReason::Timeout),
+            2 => Some(UnblockReason::Error),
+            _ => None,
+        }
     }
 
     pub fn is_killed(&self) -> bool {
@@ -95,6 +220,12 @@ impl ClientShared {
         if self.monitor.load(Ordering::Relaxed) {
             flags.push('O');
         }
+        if self.multi.load(Ordering::Relaxed) >= 0 {
+            flags.push('x');
+        }
+        if self.blocked.load(Ordering::Relaxed) {
+            flags.push('b');
+        }
         if self.no_evict.load(Ordering::Relaxed) {
             flags.push('e');
         }
@@ -117,7 +248,7 @@ impl ClientShared {
         };
         let qbuf = self.query_buffer.load(Ordering::Relaxed);
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -127,6 +258,7 @@ impl ClientShared {
             self.idle_s(),
             self.flags(),
             self.db.load(Ordering::Relaxed),
+            self.multi.load(Ordering::Relaxed),
             qbuf,
             16384usize.saturating_sub(qbuf),
             qbuf + 16384 + 2048,
@@ -148,6 +280,8 @@ pub struct Registry {
     clients: Mutex<BTreeMap<u64, Arc<ClientShared>>>,
     /// Number of MONITOR clients, so the hot path can skip feeding when there are none.
     pub monitors: AtomicUsize,
+    /// Clients in a blocking command (INFO blocked_clients).
+    pub blocked: AtomicUsize,
 }
 
 impl Registry {
@@ -190,8 +324,12 @@ impl Registry {
             monitor: AtomicBool::new(false),
             no_evict: AtomicBool::new(false),
             no_touch: AtomicBool::new(false),
+            multi: AtomicI64::new(-1),
             killed: AtomicBool::new(false),
             kill_signal: Notify::new(),
+            blocked: AtomicBool::new(false),
+            unblock_reason: AtomicU8::new(0),
+            unblock_signal: Notify::new(),
         });
         self.clients.lock().insert(id, shared.clone());
         Client {
@@ -201,11 +339,53 @@ impl Registry {
             reply_mode: ReplyMode::On,
             close_after_reply: false,
             shared,
+            multi: None,
+            watches: Watches::default(),
+            deny_blocking: false,
+            errors_mark: 0,
+            blocked: None,
+            woken: Vec::new(),
         }
+    }
+
+    /// Counts `client` as blocked (a new wait starts; any stale unblock request is dropped).
+    pub fn mark_blocked(&self, client: &ClientShared) {
+        client.unblock_reason.store(0, Ordering::SeqCst);
+        if !client.blocked.swap(true, Ordering::SeqCst) {
+            self.blocked.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Counts `client` as no longer blocked; false when it already was not.
+    pub fn mark_unblocked(&self, client: &ClientShared) -> bool {
+        let was = client.blocked.swap(false, Ordering::SeqCst);
+        if was {
+            self.blocked.fetch_sub(1, Ordering::SeqCst);
+        }
+        was
+    }
+
+    /// CLIENT UNBLOCK: ends client `id`'s wait; false when it is not blocked. Done here, at
+    /// once, so the blocked count is right before the reply (tests poll it).
+    pub fn unblock(&self, id: u64, reason: UnblockReason) -> bool {
+        let Some(client) = self.get(id) else {
+            return false;
+        };
+        if !self.mark_unblocked(&client) {
+            return false;
+        }
+        let code = match reason {
+            UnblockReason::Timeout => 1,
+            UnblockReason::Error => 2,
+        };
+        client.unblock_reason.store(code, Ordering::SeqCst);
+        client.unblock_signal.notify_one();
+        true
     }
 
     pub fn disconnect(&self, id: u64) {
         if let Some(shared) = self.clients.lock().remove(&id) {
+            self.mark_unblocked(&shared);
             if shared.monitor.load(Ordering::Relaxed) {
                 self.monitors.fetch_sub(1, Ordering::Relaxed);
             }

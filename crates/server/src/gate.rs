@@ -2,17 +2,19 @@
 //!
 //! In order: find the command (and subcommand), check arity, check authentication, decide
 //! which shards to lock from the key specs, run the handler with one frozen `now`, then
-//! account for it (stats, slow log, MONITOR). A later `MULTI` queue and scripts' `redis.call`
-//! enter here too, so there is one place to read and one place to fix.
+//! account for it (stats, slow log, MONITOR). Inside MULTI, admitted commands are queued
+//! here instead; EXEC runs the queue through the same `run` and `account` under one lock
+//! (`run_transaction`). Scripts' `redis.call` will enter here too.
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use latch_keyspace::Locked;
+use latch_keyspace::{Effects, KeyWaiter, Locked};
 use latch_protocol::Reply;
 
-use crate::client::{Client, ReplyMode};
+use crate::client::{BlockRequest, Client, Queued, ReplyMode, Waiter};
 use crate::commands::{arity_error, err, Ctx};
 use crate::server::Server;
 use crate::spec::{flag, key_positions, LockPlan};
@@ -70,10 +72,20 @@ fn record_errors(server: &Server, reply: &mut Reply, mark: usize, errors_before:
 
 /// Finds the command; writes the rejection when there is none or its arity is wrong.
 pub fn resolve<'t>(args: &[Bytes], reply: &mut Reply) -> Option<&'t Command> {
+    match lookup(args) {
+        Ok(command) => Some(command),
+        Err(message) => {
+            reply.error(&message);
+            None
+        }
+    }
+}
+
+/// Finds the command (and subcommand) and checks its arity; the error text otherwise.
+fn lookup<'t>(args: &[Bytes]) -> Result<&'t Command, Vec<u8>> {
     let table = table();
     let Some(command) = table.lookup(&args[0]) else {
-        reply.error(&unknown_command(args));
-        return None;
+        return Err(unknown_command(args));
     };
     let command = if command.spec.subcommands.is_empty() {
         command
@@ -82,8 +94,7 @@ pub fn resolve<'t>(args: &[Bytes], reply: &mut Reply) -> Option<&'t Command> {
         command
     } else {
         if args.len() < 2 {
-            reply.error(&arity_error(&command.full_name));
-            return None;
+            return Err(arity_error(&command.full_name));
         }
         match table.subcommand(command, &args[1]) {
             Some(sub) => sub,
@@ -93,16 +104,14 @@ pub fn resolve<'t>(args: &[Bytes], reply: &mut Reply) -> Option<&'t Command> {
                     truncated(&args[1], 128),
                     String::from_utf8_lossy(&args[0]).to_uppercase()
                 );
-                reply.error(message.as_bytes());
-                return None;
+                return Err(message.into_bytes());
             }
         }
     };
     if !command.spec.arity_ok(args.len()) {
-        reply.error(&arity_error(&command.full_name));
-        return None;
+        return Err(arity_error(&command.full_name));
     }
-    Some(command)
+    Ok(command)
 }
 
 fn truncated(arg: &[u8], max: usize) -> String {
@@ -129,88 +138,422 @@ fn unknown_command(args: &[Bytes]) -> Vec<u8> {
     .into_bytes()
 }
 
-fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Bytes]) {
-    let Some(command) = resolve(args, reply) else {
-        if let Some(known) = table().lookup(&args[0]) {
-            server.stats.commands[known.id]
-                .rejected_calls
-                .fetch_add(1, Ordering::Relaxed);
+/// Table ids of the commands the gatekeeper treats specially.
+struct Special {
+    exec: usize,
+    reset: usize,
+    /// Commands that run at once even inside MULTI (Redis' processCommand list).
+    not_queued: [usize; 6],
+}
+
+fn special() -> &'static Special {
+    static SPECIAL: OnceLock<Special> = OnceLock::new();
+    SPECIAL.get_or_init(|| {
+        let id = |name: &str| {
+            table()
+                .lookup(name.as_bytes())
+                .map_or(usize::MAX, |command| command.id)
+        };
+        Special {
+            exec: id("exec"),
+            reset: id("reset"),
+            not_queued: [
+                id("exec"),
+                id("discard"),
+                id("multi"),
+                id("watch"),
+                id("quit"),
+                id("reset"),
+            ],
         }
-        return;
+    })
+}
+
+fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Bytes]) {
+    let command = match lookup(args) {
+        Ok(command) => command,
+        Err(message) => {
+            let known = table().lookup(&args[0]);
+            reject(server, client, reply, known, args, &message);
+            return;
+        }
     };
+    // Redis records the command as soon as it is found (before running, refusing or queueing
+    // it), so CLIENT LIST shows itself.
+    client
+        .shared
+        .last_command
+        .store(command.id + 1, Ordering::Relaxed);
     let spec = command.spec;
     if spec.has_flag(flag::PROTECTED)
         && !server
             .config
             .debug_command_allowed(client.shared.is_local())
     {
-        server.stats.commands[command.id]
-            .rejected_calls
-            .fetch_add(1, Ordering::Relaxed);
         let message = format!(
             "ERR {} command not allowed. If the {} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.",
             command.full_name.to_uppercase(),
             "enable-debug-command"
         );
-        reply.error(message.as_bytes());
+        reject(
+            server,
+            client,
+            reply,
+            Some(command),
+            args,
+            message.as_bytes(),
+        );
         return;
     }
     if !client.authenticated && !spec.has_flag(flag::NO_AUTH) {
-        server.stats.commands[command.id]
-            .rejected_calls
-            .fetch_add(1, Ordering::Relaxed);
-        reply.error(err::NOAUTH);
+        reject(server, client, reply, Some(command), args, err::NOAUTH);
         return;
     }
-    // Redis records the command before running it, so CLIENT LIST shows itself.
+    if client.multi.is_some() {
+        if spec.has_flag(flag::NO_MULTI) {
+            let message = b"ERR Command not allowed inside a transaction";
+            reject(server, client, reply, Some(command), args, message);
+            return;
+        }
+        if !special().not_queued.contains(&command.id) {
+            queue(client, command, args);
+            reply.simple(b"QUEUED");
+            return;
+        }
+    }
+    if command.id == special().reset {
+        // RESET leaves any transaction and unwatches, before taking its (empty) lock.
+        crate::commands::transaction::discard_transaction(server, client);
+    }
+    // A blocked client's command runs again when one of its keys may serve it.
+    let retry = client.blocked.is_some();
+    let mark = reply.len();
+    let ran = {
+        let mut keys = lock_for(server, command, args);
+        if let Some(block) = &client.blocked {
+            block.waiter.begin_retry();
+        }
+        let ran = run(server, client, reply, command, args, &mut keys);
+        if retry {
+            settle_retry(server, client, reply.len() > mark, &mut keys);
+        }
+        if !keys.woken.is_empty() {
+            client.woken.append(&mut keys.woken);
+        }
+        ran
+    };
+    if retry {
+        // Redis counted the call when the command first ran (and blocked).
+        if ran.failed {
+            server.stats.commands[command.id]
+                .failed_calls
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    } else {
+        account(server, client, command, args, ran);
+    }
+}
+
+/// After a blocked client's retry, under its keys' locks: when it answered, it leaves the
+/// queues of its keys (the next client blocked on each gets its turn); otherwise it keeps
+/// its place and lets the client after it try.
+fn settle_retry(server: &Server, client: &mut Client, answered: bool, keys: &mut Locked<'_>) {
+    let Some(block) = client.blocked.as_ref() else {
+        return;
+    };
+    let waiter: Arc<dyn KeyWaiter> = block.waiter.clone();
+    if answered {
+        for key in &block.keys {
+            keys.unblock_from(block.db, key, &waiter);
+        }
+        client.blocked = None;
+        server.clients.mark_unblocked(&client.shared);
+    } else {
+        for key in &block.keys {
+            keys.pass_on(block.db, key, &waiter);
+        }
+    }
+}
+
+/// Redis' `getTimeoutFromObjectOrReply` for seconds: a float (as `strtold` reads it) turned
+/// into whole milliseconds, rounding up. `Some(None)`: wait forever (0). Answers the error
+/// and returns `None` otherwise.
+pub fn block_timeout(reply: &mut Reply, arg: &[u8]) -> Option<Option<Duration>> {
+    use crate::commands::string::long_double::{LongDouble, Number};
+    const NOT_FLOAT: &[u8] = b"ERR timeout is not a float or out of range";
+    const NEGATIVE: &[u8] = b"ERR timeout is negative";
+    // Longest number text `string2ld` accepts (a 5 KiB buffer with its NUL).
+    if arg.is_empty() || arg.len() >= 5 * 1024 {
+        reply.error(NOT_FLOAT);
+        return None;
+    }
+    let seconds = match LongDouble::parse(arg) {
+        None => {
+            reply.error(NOT_FLOAT);
+            return None;
+        }
+        // ceil(inf) does not fit a long long: x86 turns it into LLONG_MIN, "negative".
+        Some(Number::Infinite) => f64::INFINITY,
+        Some(Number::Finite(value)) => {
+            let text = if arg.iter().any(|b| b.eq_ignore_ascii_case(&b'x')) {
+                value.to_human()
+            } else {
+                arg.to_vec()
+            };
+            std::str::from_utf8(&text)
+                .ok()
+                .and_then(|t| t.parse::<f64>().ok())
+                .unwrap_or(f64::INFINITY)
+        }
+    };
+    let ms = (seconds * 1000.0).ceil();
+    // Out of a long long's range converts to LLONG_MIN on x86, which Redis calls negative.
+    if !(ms >= 0.0 && ms < i64::MAX as f64) {
+        reply.error(NEGATIVE);
+        return None;
+    }
+    Some((ms > 0.0).then(|| Duration::from_millis(ms as u64)))
+}
+
+/// For a blocking command's handler that found nothing to serve it. A first run queues the
+/// client on `keys` (under their locks, so no write can slip in unseen) and answers nothing:
+/// the connection waits. A retry stays queued where it was. Where blocking is not allowed
+/// (inside EXEC, scripts) it answers at once: `null_bulk` for BLMOVE/BRPOPLPUSH, a null
+/// array for the others, as Redis does.
+pub fn block(
+    ctx: &mut Ctx<'_, '_>,
+    args: &[Bytes],
+    keys: &[Bytes],
+    timeout: Option<Duration>,
+    null_bulk: bool,
+) {
+    if ctx.client.blocked.is_some() {
+        return;
+    }
+    if ctx.client.deny_blocking {
+        if null_bulk {
+            ctx.reply.null();
+        } else {
+            ctx.reply.null_array();
+        }
+        return;
+    }
+    let db = ctx.client.db;
+    let waiter = Waiter::new();
+    let queued: Arc<dyn KeyWaiter> = waiter.clone();
+    for key in keys {
+        ctx.keys.block_on(db, key, &queued);
+    }
+    ctx.client.blocked = Some(BlockRequest {
+        args: args.to_vec(),
+        keys: keys.to_vec(),
+        db,
+        deadline: timeout.and_then(|t| tokio::time::Instant::now().checked_add(t)),
+        waiter,
+    });
+    ctx.server.clients.mark_blocked(&ctx.client.shared);
+}
+
+/// Whether this run is a blocked client's retry: a key of another type then counts as
+/// empty (Redis serves only clients blocked for that type), rather than WRONGTYPE.
+pub fn is_retry(ctx: &Ctx<'_, '_>) -> bool {
+    ctx.client.blocked.is_some()
+}
+
+/// Ends a blocked client's wait without a retry (timeout, CLIENT UNBLOCK, disconnect): takes
+/// it off its keys' queues (passing its turn on) and off the blocked count. The caller holds
+/// no shard.
+pub fn end_block(server: &Server, client: &mut Client) {
+    let Some(block) = client.blocked.take() else {
+        return;
+    };
+    let waiter: Arc<dyn KeyWaiter> = block.waiter.clone();
+    {
+        let mut keys = server.keyspace.lock_keys(&block.keys);
+        for key in &block.keys {
+            keys.unblock_from(block.db, key, &waiter);
+        }
+    }
+    block.waiter.finish();
+    server.clients.mark_unblocked(&client.shared);
+}
+
+/// Refuses a command before it runs: counts it, aborts a transaction being queued, and
+/// answers `message` (for EXEC: EXECABORT with the reason, leaving the transaction).
+fn reject(
+    server: &Server,
+    client: &mut Client,
+    reply: &mut Reply,
+    known: Option<&Command>,
+    args: &[Bytes],
+    message: &[u8],
+) {
+    if let Some(known) = known {
+        server.stats.commands[known.id]
+            .rejected_calls
+            .fetch_add(1, Ordering::Relaxed);
+    }
+    if let Some(transaction) = client.multi.as_mut() {
+        transaction.aborted = true;
+    }
+    if known.is_some_and(|known| known.id == special().exec) {
+        crate::commands::transaction::discard_transaction(server, client);
+        // Redis' own texts here lack the "ERR " prefix (e.g. the arity error).
+        let reason = message.strip_prefix(b"ERR ").unwrap_or(message);
+        let mut abort = b"EXECABORT Transaction discarded because of: ".to_vec();
+        abort.extend_from_slice(reason);
+        reply.error(&abort);
+        // As Redis does, MONITOR sees the EXEC that ended the transaction.
+        if server.clients.monitors.load(Ordering::Relaxed) > 0 {
+            feed_monitors(server, client, args);
+        }
+        return;
+    }
+    reply.error(message);
+}
+
+/// Queues a command of a transaction (nothing is kept once the transaction is doomed).
+fn queue(client: &mut Client, command: &Command, args: &[Bytes]) {
+    let doomed = client.watches.is_dirty();
+    let Some(transaction) = client.multi.as_mut() else {
+        return;
+    };
+    if !transaction.aborted && !doomed {
+        transaction.queued.push(Queued {
+            id: command.id,
+            args: args.to_vec(),
+        });
+    }
     client
         .shared
-        .last_command
-        .store(command.id + 1, Ordering::Relaxed);
+        .multi
+        .store(transaction.queued.len() as i64, Ordering::Relaxed);
+}
+
+/// What running a command left for [`account`].
+struct Ran {
+    elapsed_us: u64,
+    failed: bool,
+}
+
+/// Runs a resolved, admitted command against shards already locked: the one code path for
+/// commands on their own and inside EXEC.
+fn run(
+    server: &Server,
+    client: &mut Client,
+    reply: &mut Reply,
+    command: &Command,
+    args: &[Bytes],
+    keys: &mut Locked<'_>,
+) -> Ran {
+    let spec = command.spec;
     let started = Instant::now();
-    let errors_before = reply.error_count();
+    client.errors_mark = reply.error_count();
+    keys.touch = !client.shared.no_touch.load(Ordering::Relaxed);
+    keys.effects = Effects::default();
     {
-        let mut keys = lock_for(server, command, args);
-        keys.touch = !client.shared.no_touch.load(Ordering::Relaxed);
         let mut ctx = Ctx {
             server,
             client: &mut *client,
             reply: &mut *reply,
-            keys: &mut keys,
+            keys: &mut *keys,
         };
         if let Some(handler) = spec.handler {
             handler(&mut ctx, args);
         }
-        let effects = keys.effects;
-        if effects.expired > 0 {
-            server
-                .stats
-                .expired_keys
-                .fetch_add(effects.expired, Ordering::Relaxed);
-        }
-        if spec.has_flag(flag::READONLY) {
-            server
-                .stats
-                .keyspace_hits
-                .fetch_add(effects.hits, Ordering::Relaxed);
-            server
-                .stats
-                .keyspace_misses
-                .fetch_add(effects.misses, Ordering::Relaxed);
-        }
     }
-    let elapsed_us = started.elapsed().as_micros() as u64;
+    let effects = keys.effects;
+    if effects.expired > 0 {
+        server
+            .stats
+            .expired_keys
+            .fetch_add(effects.expired, Ordering::Relaxed);
+    }
+    if spec.has_flag(flag::READONLY) {
+        server
+            .stats
+            .keyspace_hits
+            .fetch_add(effects.hits, Ordering::Relaxed);
+        server
+            .stats
+            .keyspace_misses
+            .fetch_add(effects.misses, Ordering::Relaxed);
+    }
+    // Errors since the mark: for EXEC, only those after its last queued command (each of
+    // those moved the mark), as Redis counts them.
+    let failed = reply.error_count() != client.errors_mark;
+    client.errors_mark = reply.error_count();
+    Ran {
+        elapsed_us: started.elapsed().as_micros() as u64,
+        failed,
+    }
+}
+
+/// Statistics, slow log and MONITOR for a command that ran.
+fn account(server: &Server, client: &Client, command: &Command, args: &[Bytes], ran: Ran) {
     let stats = &server.stats.commands[command.id];
     stats.calls.fetch_add(1, Ordering::Relaxed);
-    stats.usec.fetch_add(elapsed_us, Ordering::Relaxed);
-    if reply.error_count() != errors_before {
+    stats.usec.fetch_add(ran.elapsed_us, Ordering::Relaxed);
+    if ran.failed {
         stats.failed_calls.fetch_add(1, Ordering::Relaxed);
     }
     server
         .stats
         .total_commands_processed
         .fetch_add(1, Ordering::Relaxed);
-    after_call(server, client, command, args, elapsed_us);
+    after_call(server, client, command, args, ran.elapsed_us);
+}
+
+/// EXEC: locks, once, every shard the queued commands (and the watched keys) need, checks
+/// the watches, and runs the queue in order under that one view (one frozen `now`). The
+/// caller holds no shard and has taken the client out of MULTI.
+pub fn run_transaction(server: &Server, client: &mut Client, reply: &mut Reply, queued: &[Queued]) {
+    let table = table();
+    let mut keys = lock_transaction(server, client, queued);
+    // Under the locks of the watched keys' shards: no writer can slip in after this check.
+    let watch_failed = client.watches.is_dirty() || keys.watched_key_expired(&client.watches);
+    keys.unwatch_all(&mut client.watches);
+    if watch_failed {
+        reply.null_array();
+        return;
+    }
+    reply.array(queued.len());
+    client.deny_blocking = true;
+    for entry in queued {
+        let command = table.get(entry.id);
+        let ran = run(server, client, reply, command, &entry.args, &mut keys);
+        account(server, client, command, &entry.args, ran);
+    }
+    client.deny_blocking = false;
+    client.woken.append(&mut keys.woken);
+}
+
+/// The union of the shards of the queued commands' keys and the watched keys, or every
+/// shard when a command needs the whole keyspace, names keys its specs cannot resolve, or
+/// names no keys and is not `fast`: such a command (INFO, DEBUG...) may read the whole
+/// keyspace or lock on its own, which a partial view would turn into a deadlock.
+fn lock_transaction<'s>(server: &'s Server, client: &Client, queued: &[Queued]) -> Locked<'s> {
+    let table = table();
+    let mut keys: Vec<&[u8]> = client.watches.keys();
+    let mut positions = Vec::new();
+    for entry in queued {
+        let spec = table.get(entry.id).spec;
+        let needs_all = match spec.lock {
+            LockPlan::All => true,
+            LockPlan::Keys if spec.key_specs.is_empty() => !spec.has_flag(flag::FAST),
+            LockPlan::Keys => match key_positions(spec, &entry.args, &mut positions) {
+                Ok(()) => {
+                    keys.extend(positions.iter().map(|&i| &entry.args[i][..]));
+                    false
+                }
+                Err(_) => true,
+            },
+        };
+        if needs_all {
+            return server.keyspace.lock_all();
+        }
+    }
+    server.keyspace.lock_keys(&keys)
 }
 
 /// Locks what the command's lock plan and key specs ask for.

@@ -6,12 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use latch_keyspace::Woken;
 use latch_protocol::{Reply, RequestLimits, RequestParser, Resp};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::broadcast;
 use tracing::{debug, info, warn};
 
+use crate::client::{Client, UnblockReason, Waiter};
 use crate::gate;
 use crate::server::Server;
 
@@ -293,6 +295,25 @@ async fn connection<S>(
                         let _ = flush(&server, &mut writer, &mut reply).await;
                         break 'connection;
                     }
+                    if !client.woken.is_empty() {
+                        await_woken(std::mem::take(&mut client.woken), None).await;
+                    }
+                    if client.blocked.is_some() {
+                        // Answer what came before, then wait; later input stays buffered.
+                        if flush(&server, &mut writer, &mut reply).await.is_err() {
+                            break 'connection;
+                        }
+                        let blocked = Blocked {
+                            server: &server,
+                            query_limit,
+                        };
+                        if !blocked
+                            .wait(&mut client, &mut reply, &mut reader, &mut input)
+                            .await
+                        {
+                            break 'connection;
+                        }
+                    }
                     if reply.len() >= REPLY_FLUSH_AT
                         && flush(&server, &mut writer, &mut reply).await.is_err()
                     {
@@ -322,9 +343,139 @@ async fn connection<S>(
             break;
         }
     }
+    gate::end_block(&server, &mut client);
     let _ = writer.shutdown().await;
     server.clients.disconnect(id);
     debug!(id, "client disconnected");
+}
+
+/// Longest a command waits for the blocked clients it woke to be served before it goes on
+/// (a safety net: a retry only needs shard locks, so it normally takes microseconds).
+const WOKEN_WAIT_CAP: Duration = Duration::from_secs(1);
+
+/// Lets the blocked clients a command woke run their retry before this client goes on, so
+/// that (as in Redis, which serves them before the next command) what they take or push is
+/// visible to this client's next command. `own`: this client's own waiter, never waited on.
+async fn await_woken(woken: Vec<Woken>, own: Option<&Arc<Waiter>>) {
+    // Addresses compared as integers: raw pointers would make this future !Send.
+    let own = own.map(|w| Arc::as_ptr(w).cast::<()>() as usize);
+    let all = async {
+        for woken in &woken {
+            if Some(Arc::as_ptr(&woken.waiter).cast::<()>() as usize) == own {
+                continue;
+            }
+            if let Some(waiter) = woken.waiter.as_any().downcast_ref::<Waiter>() {
+                waiter.retried_after(woken.token).await;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(WOKEN_WAIT_CAP, all).await;
+}
+
+/// What ended one wait of a blocked client.
+enum BlockEvent {
+    Retry,
+    TimedOut,
+    Unblocked,
+    Read,
+    Close,
+}
+
+/// The wait of a client in a blocking command.
+struct Blocked<'s> {
+    server: &'s Server,
+    query_limit: u64,
+}
+
+impl Blocked<'_> {
+    /// Waits until the client's blocking command is answered (served on a retry, timed out,
+    /// or ended by CLIENT UNBLOCK), reading (not running) any further input meanwhile as
+    /// Redis does. False when the connection must close (peer gone, killed, shutdown).
+    async fn wait<R: AsyncRead + Unpin>(
+        &self,
+        client: &mut Client,
+        reply: &mut Reply,
+        reader: &mut R,
+        input: &mut BytesMut,
+    ) -> bool {
+        let server = self.server;
+        loop {
+            let Some(block) = client.blocked.as_ref() else {
+                return true;
+            };
+            let waiter = block.waiter.clone();
+            let deadline = block.deadline;
+            if server.is_shutting_down() || client.shared.is_killed() {
+                return false;
+            }
+            if input.capacity() - input.len() < READ_CHUNK / 2 {
+                input.reserve(READ_CHUNK);
+            }
+            let event = tokio::select! {
+                _ = waiter.notify.notified() => BlockEvent::Retry,
+                _ = sleep_until(deadline) => BlockEvent::TimedOut,
+                _ = client.shared.unblock_signal.notified() => BlockEvent::Unblocked,
+                _ = client.shared.kill_signal.notified() => BlockEvent::Close,
+                _ = server.shutdown.notified() => BlockEvent::Close,
+                read = reader.read_buf(input) => match read {
+                    Ok(0) | Err(_) => BlockEvent::Close,
+                    Ok(n) => {
+                        server.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                        BlockEvent::Read
+                    }
+                },
+            };
+            match event {
+                BlockEvent::Retry => {
+                    let args = block.args.clone();
+                    gate::execute(server, client, reply, &args);
+                    await_woken(std::mem::take(&mut client.woken), Some(&waiter)).await;
+                    waiter.finish_retry();
+                    if client.blocked.is_none() {
+                        waiter.finish();
+                    }
+                }
+                BlockEvent::TimedOut => {
+                    gate::end_block(server, client);
+                    reply.null_array();
+                }
+                BlockEvent::Unblocked => match client.shared.take_unblock() {
+                    None => {}
+                    Some(UnblockReason::Timeout) => {
+                        gate::end_block(server, client);
+                        reply.null_array();
+                    }
+                    Some(UnblockReason::Error) => {
+                        gate::end_block(server, client);
+                        let message = b"UNBLOCKED client unblocked via CLIENT UNBLOCK";
+                        server.stats.record_error(message);
+                        reply.error(message);
+                    }
+                },
+                BlockEvent::Read => {
+                    client
+                        .shared
+                        .query_buffer
+                        .store(input.len(), Ordering::Relaxed);
+                    if self.query_limit > 0 && input.len() as u64 > self.query_limit {
+                        warn!(
+                            id = client.id,
+                            "closing client that reached max query buffer length"
+                        );
+                        return false;
+                    }
+                }
+                BlockEvent::Close => return false,
+            }
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn flush<W: AsyncWrite + Unpin>(

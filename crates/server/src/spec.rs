@@ -149,6 +149,10 @@ pub enum BeginSearch {
         keyword: &'static str,
         start_from: i32,
     },
+    /// The keys cannot be found from the arguments' positions alone (SORT's BY/GET patterns
+    /// and STORE): `COMMAND INFO` says "unknown", and key extraction needs the command's own
+    /// parser (see `commands::command`'s getkeys).
+    Unknown,
 }
 
 /// How keys are found once the search has begun.
@@ -168,6 +172,8 @@ pub enum FindKeys {
         first_key: i32,
         key_step: i32,
     },
+    /// Pairs with [`BeginSearch::Unknown`].
+    Unknown,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -483,8 +489,8 @@ impl CommandSpec {
     /// Whether any key spec can only be resolved by looking at the arguments' values.
     pub fn movable_keys(&self) -> bool {
         self.key_specs.iter().any(|ks| {
-            matches!(ks.begin, BeginSearch::Keyword { .. })
-                || matches!(ks.find, FindKeys::Keynum { .. })
+            matches!(ks.begin, BeginSearch::Keyword { .. } | BeginSearch::Unknown)
+                || matches!(ks.find, FindKeys::Keynum { .. } | FindKeys::Unknown)
                 || ks.flags & keyflag::INCOMPLETE != 0
         })
     }
@@ -531,6 +537,9 @@ pub fn key_positions(
                     None => continue,
                 }
             }
+            // Positions alone cannot say which keys these are (Redis calls the spec
+            // invalid here too); callers fall back to locking everything.
+            BeginSearch::Unknown => return Err(KeysError::Invalid),
         };
         if begin >= argc {
             continue;
@@ -588,6 +597,7 @@ pub fn key_positions(
                     i += step;
                 }
             }
+            FindKeys::Unknown => return Err(KeysError::Invalid),
         }
     }
     Ok(())

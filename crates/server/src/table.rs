@@ -17,7 +17,10 @@ const FAMILIES: &[&[CommandSpec]] = &[
     commands::set::COMMANDS,
     commands::hash::COMMANDS,
     commands::zset::COMMANDS,
+    commands::geo::COMMANDS,
+    commands::stream::COMMANDS,
     commands::keys::COMMANDS,
+    commands::sort::COMMANDS,
     commands::databases::COMMANDS,
     commands::server::COMMANDS,
     commands::config::COMMANDS,
@@ -25,6 +28,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     commands::command::COMMANDS,
     commands::debug::COMMANDS,
     commands::function::COMMANDS,
+    commands::transaction::COMMANDS,
 ];
 
 /// One resolved entry: a command or a subcommand.

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use latch_server::table::table;
 
-const BEGIN: &str = "<!-- commands:begin (generated: cargo test -p latch-server --test readme) -->";
+const BEGIN: &str =
+    "<!-- commands:begin (LATCH_UPDATE_README=1 cargo test -p latch-server --test readme) -->";
 const END: &str = "<!-- commands:end -->";
 
 fn render() -> String {
@@ -50,6 +51,11 @@ fn readme_lists_exactly_the_commands_in_the_table() {
         .expect("README has the commands:end marker");
     let listed = readme[start..end].trim();
     let expected = render();
+    if std::env::var_os("LATCH_UPDATE_README").is_some() {
+        let updated = format!("{}\n{}{}", &readme[..start], expected, &readme[end..]);
+        std::fs::write(path, updated).expect("write README.md");
+        return;
+    }
     assert!(
         listed == expected.trim(),
         "README's supported-command list differs from the command table; replace the block between the markers with:\n\n{expected}"

@@ -298,6 +298,12 @@ fn getkeys(ctx: &mut Ctx<'_, '_>, args: &[Bytes], with_flags: bool) {
             .error(b"ERR Invalid number of arguments specified for command");
         return;
     }
+    // SORT's BY/GET/STORE keys sit where only its own parser can find them ("unknown" key
+    // specs); like Redis' getkeys procedures, that parser answers instead of the specs.
+    if let Some(keys) = crate::commands::sort::keys_of(command.full_name.as_str(), target) {
+        reply_keys(ctx.reply, target, &keys, with_flags);
+        return;
+    }
     // One key spec at a time, so every key carries its own spec's flags.
     let mut keys: Vec<(usize, u16)> = Vec::new();
     let mut positions = Vec::new();
@@ -337,14 +343,19 @@ fn getkeys(ctx: &mut Ctx<'_, '_>, args: &[Bytes], with_flags: bool) {
         }
         return;
     }
-    ctx.reply.array(keys.len());
-    for (position, flags) in keys {
+    reply_keys(ctx.reply, target, &keys, with_flags);
+}
+
+/// The answer of COMMAND GETKEYS (names) or GETKEYSANDFLAGS (names with access flags).
+fn reply_keys(reply: &mut Reply, target: &[Bytes], keys: &[(usize, u16)], with_flags: bool) {
+    reply.array(keys.len());
+    for &(position, flags) in keys {
         if with_flags {
-            ctx.reply.array(2);
-            ctx.reply.bulk(&target[position]);
-            reply_key_flags(ctx.reply, flags);
+            reply.array(2);
+            reply.bulk(&target[position]);
+            reply_key_flags(reply, flags);
         } else {
-            ctx.reply.bulk(&target[position]);
+            reply.bulk(&target[position]);
         }
     }
 }
@@ -550,6 +561,11 @@ fn reply_key_spec(reply: &mut Reply, key_spec: &KeySpec) {
             reply.bulk(b"startfrom");
             reply.integer(start_from as i64);
         }
+        BeginSearch::Unknown => {
+            reply.bulk(b"unknown");
+            reply.bulk(b"spec");
+            reply.map(0);
+        }
     }
     reply.bulk(b"find_keys");
     reply.map(2);
@@ -584,6 +600,11 @@ fn reply_key_spec(reply: &mut Reply, key_spec: &KeySpec) {
             reply.integer(first_key as i64);
             reply.bulk(b"keystep");
             reply.integer(key_step as i64);
+        }
+        FindKeys::Unknown => {
+            reply.bulk(b"unknown");
+            reply.bulk(b"spec");
+            reply.map(0);
         }
     }
 }

@@ -13,13 +13,17 @@ pub mod connection;
 pub mod databases;
 pub mod debug;
 pub mod function;
+pub mod geo;
 pub mod hash;
 pub mod info;
 pub mod keys;
 pub mod list;
 pub mod server;
 pub mod set;
+pub mod sort;
+pub mod stream;
 pub mod string;
+pub mod transaction;
 pub mod zset;
 
 use latch_keyspace::{Locked, Now};

@@ -56,7 +56,9 @@ fn list_at<'a>(
     match keys.get(db, key).map(|entry| &mut entry.value) {
         None => Ok(None),
         Some(Value::List(list)) => Ok(Some(list)),
-        Some(Value::Str(_) | Value::Set(_) | Value::Hash(_) | Value::ZSet(_)) => Err(WrongType),
+        Some(
+            Value::Str(_) | Value::Set(_) | Value::Hash(_) | Value::ZSet(_) | Value::Stream(_),
+        ) => Err(WrongType),
     }
 }
 

@@ -1,10 +1,13 @@
-//! Taking from the ends: LPOP, RPOP, LMPOP, LMOVE, RPOPLPUSH.
+//! Taking from the ends: LPOP, RPOP, LMPOP, LMOVE, RPOPLPUSH, and their blocking forms
+//! BLPOP, BRPOP, BLMPOP, BLMOVE, BRPOPLPUSH (which block through [`gate::block`] when there
+//! is nothing to take, and run again when a key may serve them).
 
 use bytes::Bytes;
 use latch_keyspace::Value;
 
 use super::{list_at, pop_at, push_at, remove_if_empty, End, List, WrongType};
 use crate::commands::{err, parse_i64, Ctx};
+use crate::gate;
 
 pub(super) fn lpop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     pop_generic(ctx, args, End::Head);
@@ -147,8 +150,11 @@ pub(super) fn parse_mpop<'a>(
 /// (elements or WRONGTYPE).
 pub(super) fn try_mpop(ctx: &mut Ctx<'_, '_>, request: &MpopRequest<'_>) -> bool {
     let db = ctx.db();
+    let retry = gate::is_retry(ctx);
     for key in request.keys {
         match list_at(ctx.keys, db, key) {
+            // A blocked client is served only by lists (as in Redis).
+            Err(WrongType) if retry => continue,
             Err(WrongType) => {
                 ctx.reply.error(err::WRONGTYPE);
                 return true;
@@ -246,5 +252,104 @@ pub(super) fn try_move(
 fn move_generic(ctx: &mut Ctx<'_, '_>, source: &[u8], destination: &[u8], from: End, to: End) {
     if let Moved::SourceEmpty = try_move(ctx, source, destination, from, to) {
         ctx.reply.null();
+    }
+}
+
+/// BLPOP key [key ...] timeout.
+pub(super) fn blpop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    blocking_pop(ctx, args, End::Head);
+}
+
+/// BRPOP key [key ...] timeout.
+pub(super) fn brpop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    blocking_pop(ctx, args, End::Tail);
+}
+
+/// B[LR]POP: `[key, element]` from the first non-empty list, else block on every key.
+fn blocking_pop(ctx: &mut Ctx<'_, '_>, args: &[Bytes], end: End) {
+    let Some(timeout) = gate::block_timeout(ctx.reply, &args[args.len() - 1]) else {
+        return;
+    };
+    let keys = &args[1..args.len() - 1];
+    let request = MpopRequest {
+        keys,
+        end,
+        count: 1,
+    };
+    let db = ctx.db();
+    let retry = gate::is_retry(ctx);
+    for key in keys {
+        match list_at(ctx.keys, db, key) {
+            Err(WrongType) if retry => continue,
+            Err(WrongType) => {
+                ctx.reply.error(err::WRONGTYPE);
+                return;
+            }
+            Ok(None) => continue,
+            Ok(Some(list)) if list.is_empty() => continue,
+            Ok(Some(_)) => {}
+        }
+        if let Some(element) = pop_many(ctx, key, request.end, 1).pop() {
+            ctx.reply.array(2);
+            ctx.reply.bulk(key);
+            ctx.reply.bulk(&element);
+            return;
+        }
+    }
+    gate::block(ctx, args, keys, timeout, false);
+}
+
+/// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count].
+pub(super) fn blmpop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    // Redis checks the other arguments before the timeout.
+    let Some(request) = parse_mpop(ctx, args, 2) else {
+        return;
+    };
+    let Some(timeout) = gate::block_timeout(ctx.reply, &args[1]) else {
+        return;
+    };
+    if !try_mpop(ctx, &request) {
+        gate::block(ctx, args, request.keys, timeout, false);
+    }
+}
+
+/// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout.
+pub(super) fn blmove(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let (Some(from), Some(to)) = (End::parse(&args[3]), End::parse(&args[4])) else {
+        ctx.reply.error(err::SYNTAX);
+        return;
+    };
+    let Some(timeout) = gate::block_timeout(ctx.reply, &args[5]) else {
+        return;
+    };
+    blocking_move(ctx, args, from, to, timeout);
+}
+
+/// BRPOPLPUSH source destination timeout: BLMOVE source destination RIGHT LEFT timeout.
+pub(super) fn brpoplpush(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let Some(timeout) = gate::block_timeout(ctx.reply, &args[3]) else {
+        return;
+    };
+    blocking_move(ctx, args, End::Tail, End::Head, timeout);
+}
+
+/// Moves one element as LMOVE does, or blocks on the source. A retry answers WRONGTYPE for
+/// a destination of another type (as Redis does) but keeps waiting while the source is not
+/// a list.
+fn blocking_move(
+    ctx: &mut Ctx<'_, '_>,
+    args: &[Bytes],
+    from: End,
+    to: End,
+    timeout: Option<std::time::Duration>,
+) {
+    let (source, destination) = (&args[1], &args[2]);
+    let db = ctx.db();
+    let source_unusable = gate::is_retry(ctx) && list_at(ctx.keys, db, source).is_err();
+    if source_unusable {
+        return;
+    }
+    if let Moved::SourceEmpty = try_move(ctx, source, destination, from, to) {
+        gate::block(ctx, args, &args[1..2], timeout, true);
     }
 }

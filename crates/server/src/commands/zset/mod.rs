@@ -37,7 +37,9 @@ fn zset_at<'a>(
     match keys.get(db, key).map(|entry| &mut entry.value) {
         None => Ok(None),
         Some(Value::ZSet(set)) => Ok(Some(set)),
-        Some(Value::Str(_) | Value::List(_) | Value::Set(_) | Value::Hash(_)) => Err(WrongType),
+        Some(
+            Value::Str(_) | Value::List(_) | Value::Set(_) | Value::Hash(_) | Value::Stream(_),
+        ) => Err(WrongType),
     }
 }
 

@@ -1,4 +1,6 @@
-//! Taking members out: ZPOPMIN, ZPOPMAX, ZMPOP; and sampling them: ZRANDMEMBER.
+//! Taking members out: ZPOPMIN, ZPOPMAX, ZMPOP and their blocking forms BZPOPMIN,
+//! BZPOPMAX, BZMPOP (which block through [`gate::block`] when there is nothing to take);
+//! and sampling them: ZRANDMEMBER.
 
 use bytes::Bytes;
 use latch_protocol::Resp;
@@ -6,6 +8,7 @@ use rand::Rng;
 
 use super::{remove_if_empty, reply_scored, zset_at, WrongType};
 use crate::commands::{err, is, parse_i64, Ctx};
+use crate::gate;
 
 /// Which end of the order a pop takes from.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -143,8 +146,11 @@ pub(super) fn parse_mpop<'a>(
 /// Returns false, having answered nothing, when no key holds one.
 pub(super) fn try_mpop(ctx: &mut Ctx<'_, '_>, request: &MpopRequest<'_>) -> bool {
     let db = ctx.db();
+    let retry = gate::is_retry(ctx);
     for key in request.keys {
         match zset_at(ctx.keys, db, key) {
+            // A blocked client is served only by sorted sets (as in Redis).
+            Err(WrongType) if retry => continue,
             Err(WrongType) => {
                 ctx.reply.error(err::WRONGTYPE);
                 return true;
@@ -172,6 +178,58 @@ pub(super) fn zmpop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     };
     if !try_mpop(ctx, &request) {
         ctx.reply.null_array();
+    }
+}
+
+pub(super) fn bzpopmin(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    blocking_pop(ctx, args, Extreme::Min);
+}
+
+pub(super) fn bzpopmax(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    blocking_pop(ctx, args, Extreme::Max);
+}
+
+/// BZPOPMIN/BZPOPMAX key [key ...] timeout: `[key, member, score]` from the first key holding
+/// a sorted set, else block on every key.
+fn blocking_pop(ctx: &mut Ctx<'_, '_>, args: &[Bytes], extreme: Extreme) {
+    let Some(timeout) = gate::block_timeout(ctx.reply, &args[args.len() - 1]) else {
+        return;
+    };
+    let keys = &args[1..args.len() - 1];
+    let db = ctx.db();
+    let retry = gate::is_retry(ctx);
+    for key in keys {
+        match zset_at(ctx.keys, db, key) {
+            Err(WrongType) if retry => continue,
+            Err(WrongType) => {
+                ctx.reply.error(err::WRONGTYPE);
+                return;
+            }
+            Ok(None) => continue,
+            Ok(Some(_)) => {}
+        }
+        if let Some((member, score)) = pop_members(ctx, key, extreme, 1).pop() {
+            ctx.reply.array(3);
+            ctx.reply.bulk(key);
+            ctx.reply.bulk(&member);
+            ctx.reply.double(score);
+            return;
+        }
+    }
+    gate::block(ctx, args, keys, timeout, false);
+}
+
+/// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count].
+pub(super) fn bzmpop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    // Redis checks the other arguments before the timeout.
+    let Some(request) = parse_mpop(ctx, args, 2) else {
+        return;
+    };
+    let Some(timeout) = gate::block_timeout(ctx.reply, &args[1]) else {
+        return;
+    };
+    if !try_mpop(ctx, &request) {
+        gate::block(ctx, args, request.keys, timeout, false);
     }
 }
 

@@ -26,7 +26,9 @@ pub(super) fn zscan(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             return;
         }
         Some(value @ Value::ZSet(set)) => (set, value.encoding() == "listpack"),
-        Some(Value::Str(_) | Value::List(_) | Value::Set(_) | Value::Hash(_)) => {
+        Some(
+            Value::Str(_) | Value::List(_) | Value::Set(_) | Value::Hash(_) | Value::Stream(_),
+        ) => {
             ctx.reply.error(err::WRONGTYPE);
             return;
         }
