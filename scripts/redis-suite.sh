@@ -51,6 +51,17 @@ DEFAULT_UNITS=(
     unit/quit
     unit/introspection-2
     unit/scan
+    unit/type/list
+    unit/type/set
+    unit/type/hash
+    unit/type/zset
+    unit/type/stream
+    unit/type/stream-cgroups
+    unit/geo
+    unit/sort
+    unit/bitops
+    unit/bitfield
+    unit/multi
 )
 
 # [ok] counts with: runtest --host .. --port .. --ignore-encoding
@@ -65,6 +76,17 @@ declare -A EXPECTED_OK=(
     [unit/quit]=3
     [unit/introspection-2]=43
     [unit/scan]=17
+    [unit/type/list]=220
+    [unit/type/set]=95
+    [unit/type/hash]=72
+    [unit/type/zset]=308
+    [unit/type/stream]=63
+    [unit/type/stream-cgroups]=48
+    [unit/geo]=59
+    [unit/sort]=52
+    [unit/bitops]=45
+    [unit/bitfield]=16
+    [unit/multi]=39
 )
 
 RUNTEST_ARGS=(--ignore-encoding --ignore-digest --tags "-needs:debug -needs:repl")

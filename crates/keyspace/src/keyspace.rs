@@ -1111,6 +1111,67 @@ mod tests {
         all.unwatch_all(&mut missing);
     }
 
+    #[derive(Debug, Default)]
+    struct CountingWaiter(std::sync::atomic::AtomicU64);
+
+    impl KeyWaiter for CountingWaiter {
+        fn wake(&self) -> u64 {
+            self.0.fetch_add(1, Ordering::SeqCst)
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    fn wakes(waiter: &Arc<CountingWaiter>) -> u64 {
+        waiter.0.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn blocked_clients_are_woken_first_come_first_served() {
+        let ks = Keyspace::new(2, 4);
+        let first = Arc::new(CountingWaiter::default());
+        let second = Arc::new(CountingWaiter::default());
+        let (a, b): (Arc<dyn KeyWaiter>, Arc<dyn KeyWaiter>) = (first.clone(), second.clone());
+        let mut view = ks.lock_keys(&["k"]);
+        view.block_on(0, b"k", &a);
+        view.block_on(0, b"k", &a);
+        view.block_on(0, b"k", &b);
+        // Another database, or a change that leaves the key missing, wakes nobody.
+        view.set(1, b"k", s("v"), None);
+        view.signal_modified(1, b"k");
+        view.signal_modified(0, b"k");
+        assert_eq!((wakes(&first), wakes(&second)), (0, 0));
+        // The key holds something: only the first in line is woken, once per view.
+        view.set(0, b"k", s("v"), None);
+        view.signal_modified(0, b"k");
+        view.signal_modified(0, b"k");
+        assert_eq!((wakes(&first), wakes(&second)), (1, 0));
+        assert_eq!(view.woken.len(), 1);
+        // The first one could not use it: the next gets its turn; then it leaves.
+        view.woken.clear();
+        view.pass_on(0, b"k", &a);
+        assert_eq!((wakes(&first), wakes(&second)), (1, 1));
+        view.woken.clear();
+        view.unblock_from(0, b"k", &a);
+        assert_eq!(
+            wakes(&second),
+            2,
+            "the new head is woken while the key holds something"
+        );
+        view.unblock_from(0, b"k", &b);
+        drop(view);
+        assert!(ks.shards.iter().all(|s| s.0.lock().blocked.is_empty()));
+        // A waiter that went away is skipped.
+        let mut view = ks.lock_keys(&["k"]);
+        let gone: Arc<dyn KeyWaiter> = Arc::new(CountingWaiter::default());
+        view.block_on(0, b"k", &gone);
+        view.block_on(0, b"k", &b);
+        drop(gone);
+        view.signal_modified(0, b"k");
+        assert_eq!(wakes(&second), 3);
+    }
+
     #[test]
     #[should_panic(expected = "would deadlock")]
     fn a_second_view_on_one_thread_is_refused() {

@@ -5,6 +5,19 @@
 //! account for it (stats, slow log, MONITOR). Inside MULTI, admitted commands are queued
 //! here instead; EXEC runs the queue through the same `run` and `account` under one lock
 //! (`run_transaction`). Scripts' `redis.call` will enter here too.
+//!
+//! Blocking commands (BLPOP & co): a handler that finds nothing calls [`block`], which queues
+//! the client on its keys in the keyspace (under the keys' locks, so no write is missed) and
+//! answers nothing; the connection (net.rs) then waits. A write that leaves a queued key
+//! holding something wakes the first client in that key's queue; the connection runs the same
+//! arguments here again (a *retry*). A retry that answers leaves the queues and wakes the next
+//! client of each key that still holds something; one that finds nothing keeps its place and
+//! lets the next client try. So clients are served first come, first served per key, one at a
+//! time, as in Redis; and the writer waits for the retries it caused before its next command,
+//! so chains (BLMOVE into a list another client waits on) finish before it goes on.
+//! Differences from Redis: a client blocked on several keys is served from the first of its
+//! keys (in argument order) that holds something, where Redis serves it from the key that
+//! became ready; and a writer waits for the retries at most a second.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};

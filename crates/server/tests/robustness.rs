@@ -96,9 +96,26 @@ fn interesting_arg(rng: &mut Rng) -> Vec<u8> {
     }
 }
 
-/// Commands that would end the test's server or stall it on purpose.
+/// Commands that would end the test's server, stall it on purpose, or (blocking commands)
+/// legitimately wait as long as the random timeout says.
 const SKIPPED: &[&str] = &[
-    "shutdown", "debug", "monitor", "quit", "reset", "client", "config",
+    "shutdown",
+    "debug",
+    "monitor",
+    "quit",
+    "reset",
+    "client",
+    "config",
+    "blpop",
+    "brpop",
+    "brpoplpush",
+    "blmove",
+    "blmpop",
+    "bzpopmin",
+    "bzpopmax",
+    "bzmpop",
+    "xread",
+    "xreadgroup",
 ];
 
 fn command_names(conn: &mut redis::Connection) -> Vec<String> {

@@ -623,22 +623,29 @@ fn client_trackinginfo(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
     ctx.reply.array(0);
 }
 
-/// No command blocks yet, so there is never anyone to wake: 0 after validating as Redis does.
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: ends a blocking command's wait as if it timed out (or
+/// with an `-UNBLOCKED` error); 1 when the client was blocked, else 0.
 fn client_unblock(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     if args.len() > 4 {
         subcommand_syntax_error(ctx, args);
         return;
     }
-    if args.len() == 4 && !is(&args[3], "TIMEOUT") && !is(&args[3], "ERROR") {
-        ctx.reply
-            .error(b"ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
-        return;
-    }
-    if parse_i64(&args[2]).is_none() {
+    let reason = match args.get(3) {
+        None => crate::client::UnblockReason::Timeout,
+        Some(arg) if is(arg, "TIMEOUT") => crate::client::UnblockReason::Timeout,
+        Some(arg) if is(arg, "ERROR") => crate::client::UnblockReason::Error,
+        Some(_) => {
+            ctx.reply
+                .error(b"ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+            return;
+        }
+    };
+    let Some(id) = parse_i64(&args[2]) else {
         ctx.reply.error(err::NOT_INTEGER);
         return;
-    }
-    ctx.reply.integer(0);
+    };
+    let unblocked = u64::try_from(id).is_ok_and(|id| ctx.server.clients.unblock(id, reason));
+    ctx.reply.integer(i64::from(unblocked));
 }
 
 /// Redis' reply when a subcommand exists but got arguments it cannot take.

@@ -223,7 +223,11 @@ fn clients_section(server: &Server, out: &mut String) {
     field(out, "maxclients", server.config.maxclients());
     field(out, "client_recent_max_input_buffer", max_input);
     field(out, "client_recent_max_output_buffer", 0);
-    field(out, "blocked_clients", 0);
+    field(
+        out,
+        "blocked_clients",
+        server.clients.blocked.load(Ordering::Relaxed),
+    );
     field(out, "tracking_clients", 0);
     field(out, "clients_in_timeout_table", 0);
 }

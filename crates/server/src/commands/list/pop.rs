@@ -271,11 +271,6 @@ fn blocking_pop(ctx: &mut Ctx<'_, '_>, args: &[Bytes], end: End) {
         return;
     };
     let keys = &args[1..args.len() - 1];
-    let request = MpopRequest {
-        keys,
-        end,
-        count: 1,
-    };
     let db = ctx.db();
     let retry = gate::is_retry(ctx);
     for key in keys {
@@ -289,7 +284,7 @@ fn blocking_pop(ctx: &mut Ctx<'_, '_>, args: &[Bytes], end: End) {
             Ok(Some(list)) if list.is_empty() => continue,
             Ok(Some(_)) => {}
         }
-        if let Some(element) = pop_many(ctx, key, request.end, 1).pop() {
+        if let Some(element) = pop_many(ctx, key, end, 1).pop() {
             ctx.reply.array(2);
             ctx.reply.bulk(key);
             ctx.reply.bulk(&element);

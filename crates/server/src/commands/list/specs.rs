@@ -3,14 +3,14 @@
 //! descriptions; summaries and history notes are our own.
 
 use crate::spec::{
-    acl, docflag, flag, keyflag, Arg, BeginSearch, CommandSpec, FindKeys, Group, KeySpec,
+    acl, docflag, flag, keyflag, Arg, ArgType, BeginSearch, CommandSpec, FindKeys, Group, KeySpec,
 };
 
 use super::{edit, pop, push, read};
 
 pub static COMMANDS: &[CommandSpec] = &[
     LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP, RPOP, LRANGE, LLEN, LINDEX, LSET, LREM, LTRIM, LINSERT,
-    LPOS, LMOVE, RPOPLPUSH, LMPOP,
+    LPOS, LMOVE, RPOPLPUSH, LMPOP, BLPOP, BRPOP, BRPOPLPUSH, BLMOVE, BLMPOP,
 ];
 
 pub const LPUSH: CommandSpec = CommandSpec {
@@ -469,5 +469,168 @@ pub const LMPOP: CommandSpec = CommandSpec {
         Arg::integer("count").with_token("COUNT").optional(),
     ],
     handler: Some(pop::lmpop),
+    ..CommandSpec::BASE
+};
+
+/// The one key spec of BLPOP/BRPOP: every argument but the last (the timeout) is a key.
+const BPOP_KEYS: &[KeySpec] = &[KeySpec {
+    flags: keyflag::RW | keyflag::ACCESS | keyflag::DELETE,
+    begin: BeginSearch::Index(1),
+    find: FindKeys::Range {
+        last_key: -2,
+        key_step: 1,
+        limit: 0,
+    },
+    notes: None,
+}];
+
+/// BLMOVE/BRPOPLPUSH: a source to pop from and a destination to push to.
+const BMOVE_KEYS: &[KeySpec] = &[
+    KeySpec {
+        flags: keyflag::RW | keyflag::ACCESS | keyflag::DELETE,
+        begin: BeginSearch::Index(1),
+        find: FindKeys::Range {
+            last_key: 0,
+            key_step: 1,
+            limit: 0,
+        },
+        notes: None,
+    },
+    KeySpec {
+        flags: keyflag::RW | keyflag::INSERT,
+        begin: BeginSearch::Index(2),
+        find: FindKeys::Range {
+            last_key: 0,
+            key_step: 1,
+            limit: 0,
+        },
+        notes: None,
+    },
+];
+
+const TIMEOUT_AS_DOUBLE: &[(&str, &str)] = &[(
+    "6.0.0",
+    "The timeout may be fractional (it is read as a double, no longer an integer).",
+)];
+
+pub const BLPOP: CommandSpec = CommandSpec {
+    name: "blpop",
+    group: Group::List,
+    summary: "Removes and returns the first element of the first non-empty list among several keys, waiting for one when all are empty.",
+    since: "2.0.0",
+    complexity: "O(N) where N is the number of provided keys.",
+    arity: -3,
+    flags: flag::WRITE | flag::NOSCRIPT | flag::BLOCKING,
+    acl: acl::LIST,
+    key_specs: BPOP_KEYS,
+    arguments: &[
+        Arg::key("key", 0).multiple(),
+        Arg::new("timeout", ArgType::Double),
+    ],
+    history: TIMEOUT_AS_DOUBLE,
+    handler: Some(pop::blpop),
+    ..CommandSpec::BASE
+};
+
+pub const BRPOP: CommandSpec = CommandSpec {
+    name: "brpop",
+    group: Group::List,
+    summary: "Removes and returns the last element of the first non-empty list among several keys, waiting for one when all are empty.",
+    since: "2.0.0",
+    complexity: "O(N) where N is the number of provided keys.",
+    arity: -3,
+    flags: flag::WRITE | flag::NOSCRIPT | flag::BLOCKING,
+    acl: acl::LIST,
+    key_specs: BPOP_KEYS,
+    arguments: &[
+        Arg::key("key", 0).multiple(),
+        Arg::new("timeout", ArgType::Double),
+    ],
+    history: TIMEOUT_AS_DOUBLE,
+    handler: Some(pop::brpop),
+    ..CommandSpec::BASE
+};
+
+pub const BRPOPLPUSH: CommandSpec = CommandSpec {
+    name: "brpoplpush",
+    group: Group::List,
+    summary: "Moves the last element of one list to the head of another and returns it, waiting for one when the source is empty.",
+    since: "2.2.0",
+    complexity: "O(1)",
+    arity: 4,
+    flags: flag::WRITE | flag::DENYOOM | flag::NOSCRIPT | flag::BLOCKING,
+    acl: acl::LIST,
+    key_specs: BMOVE_KEYS,
+    arguments: &[
+        Arg::key("source", 0),
+        Arg::key("destination", 1),
+        Arg::new("timeout", ArgType::Double),
+    ],
+    history: TIMEOUT_AS_DOUBLE,
+    doc_flags: docflag::DEPRECATED,
+    deprecated_since: Some("6.2.0"),
+    replaced_by: Some("`BLMOVE` with the `RIGHT` and `LEFT` arguments"),
+    handler: Some(pop::brpoplpush),
+    ..CommandSpec::BASE
+};
+
+pub const BLMOVE: CommandSpec = CommandSpec {
+    name: "blmove",
+    group: Group::List,
+    summary: "Moves an element from one end of a list to an end of another and returns it, waiting for one when the source is empty.",
+    since: "6.2.0",
+    complexity: "O(1)",
+    arity: 6,
+    flags: flag::WRITE | flag::DENYOOM | flag::NOSCRIPT | flag::BLOCKING,
+    acl: acl::LIST,
+    key_specs: BMOVE_KEYS,
+    arguments: &[
+        Arg::key("source", 0),
+        Arg::key("destination", 1),
+        Arg::oneof(
+            "wherefrom",
+            &[Arg::token("left", "LEFT"), Arg::token("right", "RIGHT")],
+        ),
+        Arg::oneof(
+            "whereto",
+            &[Arg::token("left", "LEFT"), Arg::token("right", "RIGHT")],
+        ),
+        Arg::new("timeout", ArgType::Double),
+    ],
+    handler: Some(pop::blmove),
+    ..CommandSpec::BASE
+};
+
+pub const BLMPOP: CommandSpec = CommandSpec {
+    name: "blmpop",
+    group: Group::List,
+    summary: "Pops one or more elements from the first non-empty list among several keys, waiting for one when all are empty.",
+    since: "7.0.0",
+    complexity:
+        "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
+    arity: -5,
+    flags: flag::WRITE | flag::BLOCKING,
+    acl: acl::LIST,
+    key_specs: &[KeySpec {
+        flags: keyflag::RW | keyflag::ACCESS | keyflag::DELETE,
+        begin: BeginSearch::Index(2),
+        find: FindKeys::Keynum {
+            key_num_index: 0,
+            first_key: 1,
+            key_step: 1,
+        },
+        notes: None,
+    }],
+    arguments: &[
+        Arg::new("timeout", ArgType::Double),
+        Arg::integer("numkeys"),
+        Arg::key("key", 0).multiple(),
+        Arg::oneof(
+            "where",
+            &[Arg::token("left", "LEFT"), Arg::token("right", "RIGHT")],
+        ),
+        Arg::integer("count").with_token("COUNT").optional(),
+    ],
+    handler: Some(pop::blmpop),
     ..CommandSpec::BASE
 };

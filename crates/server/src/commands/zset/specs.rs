@@ -9,6 +9,9 @@ use crate::spec::{
 use super::{add, algebra, pop, range, scan};
 
 pub static COMMANDS: &[CommandSpec] = &[
+    BZPOPMIN,
+    BZPOPMAX,
+    BZMPOP,
     ZADD,
     ZSCORE,
     ZMSCORE,
@@ -884,5 +887,90 @@ pub const ZRANDMEMBER: CommandSpec = CommandSpec {
     ],
     tips: &["nondeterministic_output"],
     handler: Some(pop::zrandmember),
+    ..CommandSpec::BASE
+};
+
+/// The one key spec of BZPOPMIN/BZPOPMAX: every argument but the last (the timeout).
+const BZPOP_KEYS: &[KeySpec] = &[KeySpec {
+    flags: keyflag::RW | keyflag::ACCESS | keyflag::DELETE,
+    begin: BeginSearch::Index(1),
+    find: FindKeys::Range {
+        last_key: -2,
+        key_step: 1,
+        limit: 0,
+    },
+    notes: None,
+}];
+
+const BZPOP_HISTORY: &[(&str, &str)] = &[(
+    "6.0.0",
+    "The timeout may be fractional (it is read as a double, no longer an integer).",
+)];
+
+pub const BZPOPMIN: CommandSpec = CommandSpec {
+    name: "bzpopmin",
+    group: Group::SortedSet,
+    summary: "Removes and returns the lowest-scored member of the first non-empty sorted set among several keys, waiting for one when all are empty.",
+    since: "5.0.0",
+    complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+    arity: -3,
+    flags: flag::WRITE | flag::NOSCRIPT | flag::FAST | flag::BLOCKING,
+    acl: acl::SORTEDSET,
+    key_specs: BZPOP_KEYS,
+    arguments: &[
+        Arg::key("key", 0).multiple(),
+        Arg::new("timeout", ArgType::Double),
+    ],
+    history: BZPOP_HISTORY,
+    handler: Some(pop::bzpopmin),
+    ..CommandSpec::BASE
+};
+
+pub const BZPOPMAX: CommandSpec = CommandSpec {
+    name: "bzpopmax",
+    group: Group::SortedSet,
+    summary: "Removes and returns the highest-scored member of the first non-empty sorted set among several keys, waiting for one when all are empty.",
+    since: "5.0.0",
+    complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+    arity: -3,
+    flags: flag::WRITE | flag::NOSCRIPT | flag::FAST | flag::BLOCKING,
+    acl: acl::SORTEDSET,
+    key_specs: BZPOP_KEYS,
+    arguments: &[
+        Arg::key("key", 0).multiple(),
+        Arg::new("timeout", ArgType::Double),
+    ],
+    history: BZPOP_HISTORY,
+    handler: Some(pop::bzpopmax),
+    ..CommandSpec::BASE
+};
+
+pub const BZMPOP: CommandSpec = CommandSpec {
+    name: "bzmpop",
+    group: Group::SortedSet,
+    summary: "Removes and returns the lowest- or highest-scored members of the first non-empty sorted set among several keys, waiting for one when all are empty.",
+    since: "7.0.0",
+    complexity: "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
+    arity: -5,
+    flags: flag::WRITE | flag::BLOCKING,
+    acl: acl::SORTEDSET,
+    key_specs: &[KeySpec {
+        flags: keyflag::RW | keyflag::ACCESS | keyflag::DELETE,
+        begin: BeginSearch::Index(2),
+        find: FindKeys::Keynum {
+            key_num_index: 0,
+            first_key: 1,
+            key_step: 1,
+        },
+        notes: None,
+    }],
+    arguments: &[
+        Arg::new("timeout", ArgType::Double),
+        Arg::integer("numkeys"),
+        Arg::key("key", 0).multiple(),
+        Arg::oneof("where", &[Arg::token("min", "MIN"), Arg::token("max", "MAX")]),
+        Arg::integer("count").with_token("COUNT").optional(),
+    ],
+    handler: Some(pop::bzmpop),
     ..CommandSpec::BASE
 };
