@@ -692,8 +692,15 @@ impl<'a> Locked<'a> {
     pub fn flush_db(&mut self, db: usize) -> usize {
         let mut removed = 0;
         let now = self.now;
-        for shard in self.all().iter_mut() {
+        let Guards::All(all) = &mut self.guards else {
+            panic!("whole-keyspace operation without every shard locked");
+        };
+        for shard in all.iter_mut() {
             touch_all_watchers_in_db(shard, db, None, now);
+            // Every key of the db vanishes: blocked clients re-check theirs.
+            for queue in shard.blocked.values() {
+                wake_first(queue, db, 0, &mut self.woken);
+            }
             removed += shard.dbs[db].len();
             let shard_bits = shard_bits_of(shard);
             shard.dbs[db] = Table::new(shard_bits);
@@ -705,7 +712,6 @@ impl<'a> Locked<'a> {
     /// Swaps two databases' contents. Needs every shard.
     pub fn swap_dbs(&mut self, a: usize, b: usize) {
         let now = self.now;
-        let keyspace = self.keyspace;
         let Guards::All(all) = &mut self.guards else {
             panic!("whole-keyspace operation without every shard locked");
         };
@@ -714,14 +720,11 @@ impl<'a> Locked<'a> {
             touch_all_watchers_in_db(shard, b, Some(a), now);
             shard.dbs.swap(a, b);
             shard.dirty += 1;
-            // Clients blocked in either database may now find their key (Redis does this
-            // in SWAPDB too).
-            for (key, queue) in shard.blocked.iter() {
-                let hash = keyspace.hash(key);
+            // Clients blocked in either database may now find their key, or find it gone
+            // (Redis wakes them in SWAPDB too).
+            for queue in shard.blocked.values() {
                 for db in [a, b] {
-                    if is_live(&shard.dbs[db], hash, key, now) {
-                        wake_first(queue, db, 0, &mut self.woken);
-                    }
+                    wake_first(queue, db, 0, &mut self.woken);
                 }
             }
         }
@@ -912,19 +915,18 @@ fn is_live(table: &Table, hash: u64, key: &[u8], now: Now) -> bool {
         .is_some_and(|slot| !is_passed(&slot.entry, now))
 }
 
-/// After `key` of `db` changed: when it now holds something, wakes the first client
-/// blocked on it (the others get their turn as each one finishes, keeping Redis' FIFO).
+/// After `key` of `db` changed, wakes the first client blocked on it (the others get their
+/// turn as each one finishes, keeping Redis' FIFO). A change that removed the key wakes it
+/// too: a blocked XREADGROUP must learn that its stream is gone (Redis answers UNBLOCKED),
+/// while a list waiter simply finds nothing and keeps its place.
 fn wake_blocked(
     shard: &mut Shard,
     db: usize,
-    hash: u64,
+    _hash: u64,
     key: &[u8],
-    now: Now,
+    _now: Now,
     woken: &mut Vec<Woken>,
 ) {
-    if !is_live(&shard.dbs[db], hash, key, now) {
-        return;
-    }
     if let Some(queue) = shard.blocked.get(key) {
         wake_first(queue, db, 0, woken);
     }
@@ -1137,12 +1139,11 @@ mod tests {
         view.block_on(0, b"k", &a);
         view.block_on(0, b"k", &a);
         view.block_on(0, b"k", &b);
-        // Another database, or a change that leaves the key missing, wakes nobody.
+        // A change in another database wakes nobody.
         view.set(1, b"k", s("v"), None);
         view.signal_modified(1, b"k");
-        view.signal_modified(0, b"k");
         assert_eq!((wakes(&first), wakes(&second)), (0, 0));
-        // The key holds something: only the first in line is woken, once per view.
+        // A change of the key: only the first in line is woken, once per view.
         view.set(0, b"k", s("v"), None);
         view.signal_modified(0, b"k");
         view.signal_modified(0, b"k");

@@ -3,7 +3,7 @@
 mod common;
 
 use common::replies::{NIL, NIL_ARRAY, NOT_INTEGER, NULL3, SYNTAX, WRONGTYPE};
-use common::{bulk, bulks, check, resp3, TestServer};
+use common::{bulk, bulks, check, encode, read_line, resp3, RawConn, TestServer};
 
 const INVALID_ID: &str = "-ERR Invalid stream ID specified as stream command argument\r\n";
 
@@ -378,7 +378,7 @@ fn xread_resp2_and_resp3() {
         ),
     );
     check(&mut c, "XREAD STREAMS a $", NIL_ARRAY);
-    // No blocking yet: BLOCK answers as a timeout would when nothing is there.
+    // Nothing comes within the 10 ms: the timeout's null array.
     check(&mut c, "XREAD BLOCK 10 STREAMS a $", NIL_ARRAY);
     check(
         &mut c,
@@ -705,4 +705,150 @@ fn copy_rename_and_move_keep_groups() {
         .unwrap();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].1, "alice");
+}
+
+/// Sends a command written as space-separated words without reading the reply.
+fn send(conn: &mut RawConn, command: &str) {
+    let args: Vec<&[u8]> = command.split(' ').map(str::as_bytes).collect();
+    conn.send(&encode(&args));
+}
+
+/// Reads exactly `expected.len()` bytes and asserts they are `expected`.
+fn expect_reply(conn: &mut RawConn, expected: &str) {
+    let got = conn.read_n(expected.len());
+    assert_eq!(String::from_utf8_lossy(&got), expected);
+}
+
+/// Waits (bounded) until INFO reports `count` blocked clients.
+fn wait_blocked(control: &mut RawConn, count: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        send(control, "INFO clients");
+        let header = read_line(control);
+        let len: usize = header.trim()[1..].parse().expect("bulk length");
+        let body = String::from_utf8_lossy(&control.read_n(len + 2)).into_owned();
+        let blocked = body
+            .lines()
+            .find_map(|l| l.strip_prefix("blocked_clients:"))
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        if blocked == Some(count) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never saw {count} blocked clients"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// One stream's entries as XREAD answers them for a single key (RESP2).
+fn one_stream(key: &str, entries: &[String]) -> String {
+    format!("*1\r\n*2\r\n{}{}", bulk(key), array(entries))
+}
+
+#[test]
+fn xread_block_is_woken_by_xadd_and_dollar_means_after_the_call() {
+    let server = TestServer::start(&[]);
+    let mut control = server.raw();
+    let mut waiter = server.raw();
+    check(&mut control, "XADD s 1 f 1", &bulk("1-0"));
+    send(&mut waiter, "XREAD BLOCK 0 STREAMS s $");
+    wait_blocked(&mut control, 1);
+    check(&mut control, "XADD s 2 f 2", &bulk("2-0"));
+    expect_reply(&mut waiter, &one_stream("s", &[entry("2-0", &["f", "2"])]));
+    wait_blocked(&mut control, 0);
+
+    // `$` stays what it meant when the call came: a write that wakes the client without
+    // adding an entry (a new group) does not move it, so the next entry still serves it.
+    send(&mut waiter, "XREAD BLOCK 0 STREAMS s $");
+    wait_blocked(&mut control, 1);
+    check(&mut control, "XGROUP CREATE s g $", "+OK\r\n");
+    check(&mut control, "XADD s 3 f 3", &bulk("3-0"));
+    expect_reply(&mut waiter, &one_stream("s", &[entry("3-0", &["f", "3"])]));
+
+    // A missing stream: `$` is 0-0, so its first entry serves; a key of another type
+    // meanwhile is waited through.
+    send(&mut waiter, "XREAD COUNT 5 BLOCK 0 STREAMS nokey other $ $");
+    wait_blocked(&mut control, 1);
+    check(&mut control, "SET nokey x", "+OK\r\n");
+    check(&mut control, "DEL nokey", ":1\r\n");
+    check(&mut control, "XADD other 5 a b", &bulk("5-0"));
+    expect_reply(
+        &mut waiter,
+        &one_stream("other", &[entry("5-0", &["a", "b"])]),
+    );
+    wait_blocked(&mut control, 0);
+}
+
+#[test]
+fn blocking_timeouts_and_multi() {
+    let server = TestServer::start(&[]);
+    let mut c = server.raw();
+    check(&mut c, "XADD s 1 f 1", &bulk("1-0"));
+    check(&mut c, "XGROUP CREATE s g $", "+OK\r\n");
+    check(&mut c, "XREAD BLOCK 20 STREAMS s $", NIL_ARRAY);
+    check(
+        &mut c,
+        "XREADGROUP GROUP g c BLOCK 20 STREAMS s >",
+        NIL_ARRAY,
+    );
+    let mut c3 = resp3(&server);
+    check(&mut c3, "XREAD BLOCK 20 STREAMS s $", NULL3);
+    check(&mut c3, "XREADGROUP GROUP g c BLOCK 20 STREAMS s >", NULL3);
+    // Inside MULTI: at once, as a timeout.
+    check(&mut c, "MULTI", "+OK\r\n");
+    check(&mut c, "XREAD BLOCK 0 STREAMS s $", "+QUEUED\r\n");
+    check(
+        &mut c,
+        "XREADGROUP GROUP g c BLOCK 0 STREAMS s >",
+        "+QUEUED\r\n",
+    );
+    check(&mut c, "EXEC", "*2\r\n*-1\r\n*-1\r\n");
+    // A history ID never blocks: the consumer's (empty) pending list at once.
+    check(
+        &mut c,
+        "XREADGROUP GROUP g c BLOCK 0 STREAMS s 0",
+        &format!("*1\r\n*2\r\n{}*0\r\n", bulk("s")),
+    );
+}
+
+#[test]
+fn xreadgroup_block_served_once_and_ended_by_key_or_group_loss() {
+    let server = TestServer::start(&[]);
+    let mut control = server.raw();
+    let mut alice = server.raw();
+    let mut bob = server.raw();
+    check(&mut control, "XGROUP CREATE s g $ MKSTREAM", "+OK\r\n");
+    send(&mut alice, "XREADGROUP GROUP g alice BLOCK 0 STREAMS s >");
+    wait_blocked(&mut control, 1);
+    send(&mut bob, "XREADGROUP GROUP g bob BLOCK 0 STREAMS s >");
+    wait_blocked(&mut control, 2);
+    // One entry goes to the first waiter only; the second keeps waiting.
+    check(&mut control, "XADD s 1 f 1", &bulk("1-0"));
+    expect_reply(&mut alice, &one_stream("s", &[entry("1-0", &["f", "1"])]));
+    wait_blocked(&mut control, 1);
+    check(
+        &mut control,
+        "XPENDING s g",
+        "*4\r\n:1\r\n$3\r\n1-0\r\n$3\r\n1-0\r\n*1\r\n*2\r\n$5\r\nalice\r\n$1\r\n1\r\n",
+    );
+    check(&mut control, "XADD s 2 f 2", &bulk("2-0"));
+    expect_reply(&mut bob, &one_stream("s", &[entry("2-0", &["f", "2"])]));
+    wait_blocked(&mut control, 0);
+
+    send(&mut alice, "XREADGROUP GROUP g alice BLOCK 0 STREAMS s >");
+    wait_blocked(&mut control, 1);
+    check(&mut control, "XGROUP DESTROY s g", ":1\r\n");
+    expect_reply(
+        &mut alice,
+        "-NOGROUP the consumer group this client was blocked on no longer exists\r\n",
+    );
+
+    check(&mut control, "XGROUP CREATE s g $", "+OK\r\n");
+    send(&mut alice, "XREADGROUP GROUP g alice BLOCK 0 STREAMS s >");
+    wait_blocked(&mut control, 1);
+    check(&mut control, "SET s x", "+OK\r\n");
+    expect_reply(&mut alice, "-UNBLOCKED the stream key no longer exists\r\n");
+    wait_blocked(&mut control, 0);
 }

@@ -1,8 +1,20 @@
 //! Reading new entries: XREAD and XREADGROUP.
 //!
-//! There is no blocking infrastructure yet, so `BLOCK` is parsed and validated but never
-//! waits: when nothing can be served the command answers as Redis does once a block times
-//! out (a null reply), which is also what Redis answers inside MULTI.
+//! With `BLOCK ms` and nothing to serve, the command blocks through [`gate::block`] on every
+//! stream it names, and runs again whenever one of them changes (a *retry*). `$` is resolved
+//! to the stream's last ID when the command first runs, and the arguments kept for the
+//! retries carry that ID instead, so later retries still mean "after the call". XREADGROUP
+//! blocks only for `>`: a history ID always answers at once. Inside MULTI or a script the
+//! block answers a null array at once, as a timeout would.
+//!
+//! While an XREADGROUP waits, Redis 7.0 ends the wait with an error when its stream key is
+//! deleted or holds another type (`-UNBLOCKED the stream key no longer exists`), or when its
+//! group is gone (`-NOGROUP the consumer group this client was blocked on no longer
+//! exists`). A retry that finds so answers the same. Retries only follow writes that signal
+//! the key, so a FLUSHALL / FLUSHDB / SWAPDB that takes the key away wakes nobody and the
+//! client keeps waiting (Redis answers `-UNBLOCKED` there too).
+
+use std::time::Duration;
 
 use bytes::Bytes;
 use latch_keyspace::stream::StreamId;
@@ -11,6 +23,7 @@ use latch_protocol::Resp;
 
 use super::{no_key_or_group, now_ms, parse_strict_id, reply_entry, Deferred, INVALID_ID};
 use crate::commands::{err, is, parse_i64, Ctx};
+use crate::gate;
 use crate::spec::{acl, flag, keyflag, Arg, BeginSearch, CommandSpec, FindKeys, Group, KeySpec};
 
 /// The keys follow `STREAMS`, the first half of what remains.
@@ -99,6 +112,8 @@ struct ReadArgs<'a> {
     streams: usize,
     group: Option<(&'a [u8], &'a [u8])>,
     noack: bool,
+    /// `BLOCK`: `None` without it, `Some(None)` to wait forever (`BLOCK 0`).
+    block: Option<Option<Duration>>,
 }
 
 fn parse_read<'a>(
@@ -112,6 +127,7 @@ fn parse_read<'a>(
         streams: 0,
         group: None,
         noack: false,
+        block: None,
     };
     let mut i = 1;
     while i < args.len() {
@@ -119,7 +135,7 @@ fn parse_read<'a>(
         let opt = &args[i];
         if is(opt, "BLOCK") && more > 0 {
             i += 1;
-            // Validated like Redis' timeout, then never waited on (see the module comment).
+            // Milliseconds, as Redis' getTimeoutFromObjectOrReply reads them.
             match parse_i64(&args[i]) {
                 None => {
                     ctx.reply
@@ -130,7 +146,8 @@ fn parse_read<'a>(
                     ctx.reply.error(b"ERR timeout is negative");
                     return None;
                 }
-                Some(_) => {}
+                Some(0) => parsed.block = Some(None),
+                Some(ms) => parsed.block = Some(Some(Duration::from_millis(ms.unsigned_abs()))),
             }
         } else if is(opt, "COUNT") && more > 0 {
             i += 1;
@@ -198,19 +215,36 @@ fn read_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], group_form: bool) {
     let db = ctx.db();
     let keys = &args[parsed.streams_at..parsed.streams_at + parsed.streams];
     let id_args = &args[parsed.streams_at + parsed.streams..];
+    let retry = gate::is_retry(ctx);
     // Every key, group and ID is checked before anything is served.
     let mut after: Vec<StreamId> = Vec::with_capacity(parsed.streams);
     for (key, id_arg) in keys.iter().zip(id_args) {
         let stream = match ctx.keys.get(db, key).map(|e| &e.value) {
             None => None,
             Some(Value::Stream(stream)) => Some(stream),
+            // A blocked XREAD waits on through a key of another type (as in Redis); a blocked
+            // XREADGROUP ends below.
+            Some(_) if retry => None,
             Some(_) => {
                 ctx.reply.error(err::WRONGTYPE);
                 return;
             }
         };
         if let Some((group, _)) = parsed.group {
-            if !stream.is_some_and(|s| s.groups.contains_key(group)) {
+            if retry {
+                // The stream and its group existed when the client blocked.
+                let Some(stream) = stream else {
+                    ctx.reply
+                        .error(b"UNBLOCKED the stream key no longer exists");
+                    return;
+                };
+                if !stream.groups.contains_key(group) {
+                    ctx.reply.error(
+                        b"NOGROUP the consumer group this client was blocked on no longer exists",
+                    );
+                    return;
+                }
+            } else if !stream.is_some_and(|s| s.groups.contains_key(group)) {
                 no_key_or_group(ctx.reply, key, group, " in XREADGROUP with GROUP option");
                 return;
             }
@@ -309,7 +343,10 @@ fn read_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], group_form: bool) {
         served.count += 1;
     }
     if served.count == 0 {
-        ctx.reply.null_array();
+        match parsed.block {
+            Some(timeout) => block(ctx, args, &parsed, &after, timeout),
+            None => ctx.reply.null_array(),
+        }
         return;
     }
     if resp3 {
@@ -321,6 +358,31 @@ fn read_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], group_form: bool) {
     for key in changed {
         ctx.keys.signal_modified(db, key);
     }
+}
+
+/// Nothing to serve under `BLOCK`: waits on every named stream. The arguments kept for the
+/// retries have each `$` replaced by the ID it stood for now (`after`), so entries added
+/// between the call and a retry still count as new.
+fn block(
+    ctx: &mut Ctx<'_, '_>,
+    args: &[Bytes],
+    parsed: &ReadArgs<'_>,
+    after: &[StreamId],
+    timeout: Option<Duration>,
+) {
+    let ids_at = parsed.streams_at + parsed.streams;
+    let keys = &args[parsed.streams_at..ids_at];
+    if !args[ids_at..].iter().any(|id| &id[..] == b"$") {
+        gate::block(ctx, args, keys, timeout, false);
+        return;
+    }
+    let mut resolved = args.to_vec();
+    for (arg, id) in resolved[ids_at..].iter_mut().zip(after) {
+        if &arg[..] == b"$" {
+            *arg = Bytes::from(id.to_string());
+        }
+    }
+    gate::block(ctx, &resolved, keys, timeout, false);
 }
 
 /// Replies with a consumer's own pending entries after `after` (XREADGROUP with an ID),
