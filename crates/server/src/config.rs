@@ -14,7 +14,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use parking_lot::RwLock;
@@ -1505,11 +1505,21 @@ const HZ_MAX: i128 = 500;
 // The runtime store.
 // ---------------------------------------------------------------------------------------
 
+/// See [`Config::refresh_hot`].
+#[derive(Debug, Default)]
+struct HotValues {
+    slowlog_slower_than_us: AtomicI64,
+    slowlog_max_len: AtomicUsize,
+    latency_monitor_threshold_ms: AtomicU64,
+}
+
 /// The server's options: shared, read often, changed by CONFIG SET.
 #[derive(Debug)]
 pub struct Config {
     values: RwLock<Vec<Value>>,
     epoch: AtomicU64,
+    /// Values every command reads, kept apart so the hot path takes no lock.
+    hot: HotValues,
     /// The config file given at start-up, absolute (CONFIG REWRITE writes it).
     config_file: Option<PathBuf>,
 }
@@ -1517,11 +1527,14 @@ pub struct Config {
 impl Default for Config {
     /// Every option at its default, no config file.
     fn default() -> Config {
-        Config {
+        let config = Config {
             values: RwLock::new(Loader::new().values),
             epoch: AtomicU64::new(0),
+            hot: HotValues::default(),
             config_file: None,
-        }
+        };
+        config.refresh_hot();
+        config
     }
 }
 
@@ -1580,8 +1593,10 @@ impl Config {
         let config = Config {
             values: RwLock::new(loader.values),
             epoch: AtomicU64::new(0),
+            hot: HotValues::default(),
             config_file,
         };
+        config.refresh_hot();
         set_log_level(&config.loglevel());
         Ok(config)
     }
@@ -1730,16 +1745,34 @@ impl Config {
 
     /// Microseconds; negative disables the slow log, 0 logs every command.
     pub fn slowlog_log_slower_than_us(&self) -> i64 {
-        self.get_i64("slowlog-log-slower-than")
+        self.hot.slowlog_slower_than_us.load(Ordering::Relaxed)
     }
 
     pub fn slowlog_max_len(&self) -> usize {
-        self.unsigned("slowlog-max-len") as usize
+        self.hot.slowlog_max_len.load(Ordering::Relaxed)
     }
 
     /// Milliseconds; 0 disables the latency monitor.
     pub fn latency_monitor_threshold_ms(&self) -> u64 {
-        self.unsigned("latency-monitor-threshold")
+        self.hot
+            .latency_monitor_threshold_ms
+            .load(Ordering::Relaxed)
+    }
+
+    /// Copies the values commands read on every call into their atomics; called wherever
+    /// the option values are set.
+    fn refresh_hot(&self) {
+        let hot = &self.hot;
+        hot.slowlog_slower_than_us
+            .store(self.get_i64("slowlog-log-slower-than"), Ordering::Relaxed);
+        hot.slowlog_max_len.store(
+            self.get_i64("slowlog-max-len").max(0) as usize,
+            Ordering::Relaxed,
+        );
+        hot.latency_monitor_threshold_ms.store(
+            self.unsigned("latency-monitor-threshold"),
+            Ordering::Relaxed,
+        );
     }
 
     /// Milliseconds a script may run before others get BUSY replies.
@@ -1964,6 +1997,7 @@ impl Config {
         {
             set_log_level(&self.loglevel());
         }
+        self.refresh_hot();
         self.epoch.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }

@@ -600,9 +600,9 @@ fn after_call(
 ) {
     let spec = command.spec;
     crate::commands::server::note_command_latency(server, spec, elapsed_us);
-    let threshold = server.config.get_i64("slowlog-log-slower-than");
+    let threshold = server.config.slowlog_log_slower_than_us();
     if threshold >= 0 && elapsed_us as i64 >= threshold && !spec.has_flag(flag::SKIP_SLOWLOG) {
-        let max_len = server.config.get_i64("slowlog-max-len").max(0) as usize;
+        let max_len = server.config.slowlog_max_len();
         let entry = SlowEntry {
             id: 0,
             unix_s: server.keyspace.clock().now().wall_s(),
