@@ -13,6 +13,37 @@ pub struct TestServer {
     pub dir: std::path::PathBuf,
 }
 
+/// Whether process `pid` holds a listening TCP socket on `port` (from /proc: the socket
+/// inodes of /proc/net/tcp{,6} entries in LISTEN state, among the process' descriptors).
+fn listens_on(pid: u32, port: u16) -> bool {
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let listening = fields.get(3) == Some(&"0A");
+            let local_port = fields
+                .get(1)
+                .and_then(|a| a.rsplit(':').next())
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            if listening && local_port == Some(port) {
+                if let Some(inode) = fields.get(9) {
+                    inodes.push(format!("socket:[{inode}]"));
+                }
+            }
+        }
+    }
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path())
+            .is_ok_and(|target| inodes.iter().any(|i| target.to_string_lossy() == *i))
+    })
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -47,7 +78,12 @@ impl TestServer {
             let mut server = TestServer { port, child, dir };
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                // Our own process must hold the listening socket: a port the OS handed out
+                // free can still be taken by another test's server in between, and a
+                // successful connect alone would not tell the two apart.
+                if listens_on(server.child.id(), port)
+                    && TcpStream::connect(("127.0.0.1", port)).is_ok()
+                {
                     return server;
                 }
                 if let Ok(Some(_)) = server.child.try_wait() {
@@ -57,7 +93,7 @@ impl TestServer {
             }
             let _ = server.child.kill();
         }
-        panic!("latch-server did not start");
+        panic!("latch-server did not start (args {extra:?})");
     }
 
     pub fn url(&self) -> String {
