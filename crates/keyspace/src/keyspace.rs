@@ -9,7 +9,8 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
 
 use parking_lot::{Mutex, MutexGuard};
 
@@ -166,7 +167,20 @@ pub struct Keyspace {
     clock: Clock,
     /// Per shard: a client that watched keys there went away without UNWATCH.
     orphans: Arc<[AtomicBool]>,
+    /// Set while an exclusive view (a script) holds, or is taking, every shard.
+    exclusive: AtomicBool,
+    /// How to wait for a shard an exclusive view holds; see [`LongWait`].
+    long_wait: OnceLock<LongWait>,
 }
+
+/// Runs a wait that may last as long as a script does. A server on an async runtime hands
+/// the thread's other work elsewhere first (tokio's `block_in_place`), so that clients of
+/// that thread are not stuck behind the script. Without one, the wait simply blocks.
+pub type LongWait = fn(&mut dyn FnMut());
+
+/// How long one timed attempt at a contended shard lasts before the exclusive flag is
+/// looked at again.
+const SHARD_RETRY: Duration = Duration::from_micros(200);
 
 /// Which shards a view holds.
 enum Guards<'a> {
@@ -186,6 +200,8 @@ pub struct Locked<'a> {
     pub effects: Effects,
     /// Blocked clients this view woke (their keys became servable), in wake order.
     pub woken: Vec<Woken>,
+    /// Taken by [`Keyspace::lock_exclusive`].
+    exclusive: bool,
 }
 
 impl Keyspace {
@@ -211,6 +227,39 @@ impl Keyspace {
             hasher: ahash::RandomState::new(),
             clock: Clock::new(),
             orphans,
+            exclusive: AtomicBool::new(false),
+            long_wait: OnceLock::new(),
+        }
+    }
+
+    /// Sets how waits for an exclusive view's shards are run (once; later calls are ignored).
+    pub fn set_long_wait(&self, wait: LongWait) {
+        let _ = self.long_wait.set(wait);
+    }
+
+    /// Locks one shard. Uncontended, one compare-and-swap. Contended by ordinary commands, a
+    /// short wait. Held by an exclusive view (a script may run for seconds), the wait goes
+    /// through [`LongWait`].
+    fn lock_shard(&self, shard: usize) -> MutexGuard<'_, Shard> {
+        let mutex = &self.shards[shard].0;
+        if let Some(guard) = mutex.try_lock() {
+            return guard;
+        }
+        loop {
+            if self.exclusive.load(Ordering::Acquire) {
+                let mut guard = None;
+                match self.long_wait.get() {
+                    Some(wait) => wait(&mut || guard = Some(mutex.lock())),
+                    None => guard = Some(mutex.lock()),
+                }
+                if let Some(guard) = guard {
+                    return guard;
+                }
+                continue;
+            }
+            if let Some(guard) = mutex.try_lock_for(SHARD_RETRY) {
+                return guard;
+            }
         }
     }
 
@@ -251,7 +300,7 @@ impl Keyspace {
             [] => Guards::None,
             [key] => {
                 let shard = self.shard_of_key(key.as_ref());
-                Guards::One(shard, self.shards[shard].0.lock())
+                Guards::One(shard, self.lock_shard(shard))
             }
             _ => {
                 let mut shards: Vec<usize> =
@@ -259,12 +308,12 @@ impl Keyspace {
                 shards.sort_unstable();
                 shards.dedup();
                 if shards.len() == 1 {
-                    Guards::One(shards[0], self.shards[shards[0]].0.lock())
+                    Guards::One(shards[0], self.lock_shard(shards[0]))
                 } else {
                     Guards::Some(
                         shards
                             .into_iter()
-                            .map(|s| (s, self.shards[s].0.lock()))
+                            .map(|s| (s, self.lock_shard(s)))
                             .collect(),
                     )
                 }
@@ -277,8 +326,22 @@ impl Keyspace {
     pub fn lock_all(&self) -> Locked<'_> {
         enter_locking();
         self.view(Guards::All(
-            self.shards.iter().map(|s| s.0.lock()).collect(),
+            (0..self.shards.len()).map(|s| self.lock_shard(s)).collect(),
         ))
+    }
+
+    /// Locks every shard for something that may hold them long (a script): until the view
+    /// is dropped, commands that find a shard taken wait through [`LongWait`]. Exclusive
+    /// views must not overlap (the server runs one script at a time).
+    pub fn lock_exclusive(&self) -> Locked<'_> {
+        enter_locking();
+        let was = self.exclusive.swap(true, Ordering::AcqRel);
+        debug_assert!(!was, "two exclusive views at once");
+        let mut view = self.view(Guards::All(
+            self.shards.iter().map(|s| s.0.lock()).collect(),
+        ));
+        view.exclusive = true;
+        view
     }
 
     /// A view that holds nothing, for commands that touch no key.
@@ -294,6 +357,7 @@ impl Keyspace {
             touch: true,
             effects: Effects::default(),
             woken: Vec::new(),
+            exclusive: false,
         }
     }
 
@@ -301,7 +365,7 @@ impl Keyspace {
     /// each database. Returns `(db, key)` pairs removed.
     pub fn sweep_shard(&self, shard: usize, max_segments: usize) -> Vec<(usize, Box<[u8]>)> {
         let now = self.clock.now();
-        let mut guard = self.shards[shard].0.lock();
+        let mut guard = self.lock_shard(shard);
         if self.orphans[shard].swap(false, Ordering::Acquire) {
             prune_watches(&mut guard);
         }
@@ -332,12 +396,14 @@ impl Keyspace {
 
     /// Writes since the last snapshot, over all shards (locks them one at a time).
     pub fn dirty(&self) -> u64 {
-        self.shards.iter().map(|s| s.0.lock().dirty).sum()
+        (0..self.shards.len())
+            .map(|s| self.lock_shard(s).dirty)
+            .sum()
     }
 
     pub fn reset_dirty(&self) {
-        for s in self.shards.iter() {
-            s.0.lock().dirty = 0;
+        for s in 0..self.shards.len() {
+            self.lock_shard(s).dirty = 0;
         }
     }
 }
@@ -355,6 +421,9 @@ fn enter_locking() {
 
 impl Drop for Locked<'_> {
     fn drop(&mut self) {
+        if self.exclusive {
+            self.keyspace.exclusive.store(false, Ordering::Release);
+        }
         if !matches!(self.guards, Guards::None) {
             HELD_VIEWS.with(|held| held.set(held.get().saturating_sub(1)));
         }

@@ -17,7 +17,7 @@ pub mod value;
 pub mod zset;
 
 pub use clock::{Clock, Deadline, Now};
-pub use keyspace::{Effects, KeyWaiter, Keyspace, Locked, Woken};
+pub use keyspace::{Effects, KeyWaiter, Keyspace, Locked, LongWait, Woken};
 pub use stream::Stream;
 pub use table::Slot;
 pub use value::{parse_i64_strict, Entry, Value, ValueKind};

@@ -34,10 +34,20 @@ use crate::spec::{flag, key_positions, LockPlan};
 use crate::stats::{slowlog_args, SlowEntry};
 use crate::table::{table, Command};
 
+/// What became of a command handed to [`execute`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It ran (or was refused) and its reply is written.
+    Done,
+    /// A script holds the server: nothing was done or written. The connection waits
+    /// (`scripting::wait`, passing `until_end`) and hands the same command in again.
+    Deferred { until_end: bool },
+}
+
 /// Runs one command from a client and writes its reply (unless replies are off).
-pub fn execute(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Bytes]) {
+pub fn execute(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Bytes]) -> Outcome {
     if args.is_empty() {
-        return;
+        return Outcome::Done;
     }
     let mark = reply.len();
     let suppress = matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skip);
@@ -45,7 +55,13 @@ pub fn execute(server: &Server, client: &mut Client, reply: &mut Reply, args: &[
         client.reply_mode = ReplyMode::On;
     }
     let errors_before = reply.error_count();
-    dispatch(server, client, reply, args);
+    if let Outcome::Deferred { until_end } = dispatch(server, client, reply, args) {
+        if client.reply_mode == ReplyMode::On && suppress {
+            // SKIP was consumed above; the command will come back for it.
+            client.reply_mode = ReplyMode::Skip;
+        }
+        return Outcome::Deferred { until_end };
+    }
     record_errors(server, reply, mark, errors_before);
     // CLIENT REPLY answers only when it turns replies on; anything else follows the mode it
     // started under.
@@ -60,6 +76,7 @@ pub fn execute(server: &Server, client: &mut Client, reply: &mut Reply, args: &[
     if client.reply_mode == ReplyMode::SkipNext {
         client.reply_mode = ReplyMode::Skip;
     }
+    Outcome::Done
 }
 
 fn is_client_reply(args: &[Bytes]) -> bool {
@@ -182,13 +199,13 @@ fn special() -> &'static Special {
     })
 }
 
-fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Bytes]) {
+fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Bytes]) -> Outcome {
     let command = match lookup(args) {
         Ok(command) => command,
         Err(message) => {
             let known = table().lookup(&args[0]);
             reject(server, client, reply, known, args, &message);
-            return;
+            return Outcome::Done;
         }
     };
     // Redis records the command as soon as it is found (before running, refusing or queueing
@@ -216,28 +233,55 @@ fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Byt
             args,
             message.as_bytes(),
         );
-        return;
+        return Outcome::Done;
     }
     if !client.authenticated && !spec.has_flag(flag::NO_AUTH) {
         reject(server, client, reply, Some(command), args, err::NOAUTH);
-        return;
+        return Outcome::Done;
+    }
+    // A script holds the server (Redis reads no input then, until the busy threshold).
+    if server.scripting.run.is_running() {
+        if client.blocked.is_some() {
+            return Outcome::Deferred { until_end: true };
+        }
+        if !spec.has_flag(flag::ALLOW_BUSY) {
+            if server.scripting.run.is_busy() {
+                let message: &[u8] = if server.scripting.run.is_eval() {
+                    b"BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+                } else {
+                    b"BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+                };
+                reject(server, client, reply, Some(command), args, message);
+                return Outcome::Done;
+            }
+            return Outcome::Deferred { until_end: false };
+        }
     }
     if client.multi.is_some() {
         if spec.has_flag(flag::NO_MULTI) {
             let message = b"ERR Command not allowed inside a transaction";
             reject(server, client, reply, Some(command), args, message);
-            return;
+            return Outcome::Done;
         }
         if !special().not_queued.contains(&command.id) {
             queue(client, command, args);
             reply.simple(b"QUEUED");
-            return;
+            return Outcome::Done;
         }
     }
     if command.id == special().reset {
         // RESET leaves any transaction and unwatches, before taking its (empty) lock.
         crate::commands::transaction::discard_transaction(server, client);
     }
+    // Scripts (and what touches the VM) run one at a time: take the claim first.
+    let _claim = if needs_claim(command, client) {
+        match Claim::take(server) {
+            Some(claim) => Some(claim),
+            None => return Outcome::Deferred { until_end: false },
+        }
+    } else {
+        None
+    };
     // A blocked client's command runs again when one of its keys may serve it.
     let retry = client.blocked.is_some();
     let mark = reply.len();
@@ -246,7 +290,7 @@ fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Byt
         if let Some(block) = &client.blocked {
             block.waiter.begin_retry();
         }
-        let ran = run(server, client, reply, command, args, &mut keys);
+        let ran = run_command(server, client, reply, command, args, &mut keys);
         if retry {
             settle_retry(server, client, reply.len() > mark, &mut keys);
         }
@@ -265,6 +309,43 @@ fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Byt
     } else {
         account(server, client, command, args, ran);
     }
+    Outcome::Done
+}
+
+/// The right to run scripts, held from before the shards are locked until after they are
+/// released; given back when dropped, even if the command panics.
+struct Claim<'s>(&'s Server);
+
+impl<'s> Claim<'s> {
+    fn take(server: &'s Server) -> Option<Claim<'s>> {
+        server.scripting.try_claim().then_some(Claim(server))
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        self.0.scripting.release();
+    }
+}
+
+/// Whether the command runs scripts or touches the VM: EVAL & co, SCRIPT, FUNCTION, and an
+/// EXEC whose transaction holds one of those.
+fn needs_claim(command: &Command, client: &Client) -> bool {
+    if uses_engine(command.spec.lock) {
+        return true;
+    }
+    command.id == special().exec
+        && client.multi.as_ref().is_some_and(|transaction| {
+            let table = table();
+            transaction
+                .queued
+                .iter()
+                .any(|entry| uses_engine(table.get(entry.id).spec.lock))
+        })
+}
+
+fn uses_engine(plan: LockPlan) -> bool {
+    matches!(plan, LockPlan::Script | LockPlan::Engine)
 }
 
 /// After a blocked client's retry, under its keys' locks: when it answered, it leaves the
@@ -425,6 +506,87 @@ fn reject(
     reply.error(message);
 }
 
+/// The command a script's `redis.call` names, checked as Redis' `scriptCall` does; the
+/// error text (for the script's error table) otherwise.
+pub fn command_for_script<'t>(args: &[Bytes]) -> Result<&'t Command, Vec<u8>> {
+    const UNKNOWN: &[u8] = b"Unknown Redis command called from script";
+    const ARITY: &[u8] = b"Wrong number of args calling Redis command from script";
+    let table = table();
+    let Some(command) = table.lookup(&args[0]) else {
+        return Err(UNKNOWN.to_vec());
+    };
+    let command = if command.spec.subcommands.is_empty() || args.len() < 2 {
+        command
+    } else {
+        table
+            .subcommand(command, &args[1])
+            .ok_or_else(|| UNKNOWN.to_vec())?
+    };
+    if !command.spec.arity_ok(args.len()) {
+        return Err(ARITY.to_vec());
+    }
+    Ok(command)
+}
+
+/// Runs a command for a script (`redis.call`), against the script's view (every shard),
+/// with the script's protocol. Its reply comes back as a frame; a refusal (the script's
+/// checks) as the error text.
+pub fn script_call(
+    ctx: &mut Ctx<'_, '_>,
+    args: &[Bytes],
+    resp: u8,
+    read_only: bool,
+    run: &crate::scripting::RunState,
+) -> Result<latch_protocol::Frame, Vec<u8>> {
+    let server = ctx.server;
+    let refuse = |command: Option<&Command>, message: &[u8]| {
+        if let Some(command) = command {
+            server.stats.commands[command.id]
+                .rejected_calls
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        server
+            .stats
+            .record_error(&crate::scripting::sandbox::error_text(message));
+        Err(message.to_vec())
+    };
+    let command = match command_for_script(args) {
+        Ok(command) => command,
+        Err(message) => return refuse(None, &message),
+    };
+    let spec = command.spec;
+    if spec.has_flag(flag::NOSCRIPT) {
+        return refuse(
+            Some(command),
+            b"This Redis command is not allowed from script",
+        );
+    }
+    if read_only && spec.flags & (flag::WRITE | flag::MAY_REPLICATE) != 0 {
+        return refuse(
+            Some(command),
+            b"Write commands are not allowed from read-only scripts.",
+        );
+    }
+    if spec.has_flag(flag::WRITE) {
+        run.note_write();
+    }
+    let resp = if resp == 3 {
+        latch_protocol::Resp::V3
+    } else {
+        latch_protocol::Resp::V2
+    };
+    let mut inner = Reply::new(resp);
+    let outer_mark = ctx.client.errors_mark;
+    let ran = run_command(server, ctx.client, &mut inner, command, args, ctx.keys);
+    ctx.client.errors_mark = outer_mark;
+    account(server, ctx.client, command, args, ran);
+    record_errors(server, &mut inner, 0, 0);
+    match latch_protocol::frame::decode(&inner.buffer()[..]) {
+        Ok(Some((frame, _))) => Ok(frame),
+        _ => Err(b"ERR the command gave no reply".to_vec()),
+    }
+}
+
 /// Queues a command of a transaction (nothing is kept once the transaction is doomed).
 fn queue(client: &mut Client, command: &Command, args: &[Bytes]) {
     let doomed = client.watches.is_dirty();
@@ -451,7 +613,7 @@ struct Ran {
 
 /// Runs a resolved, admitted command against shards already locked: the one code path for
 /// commands on their own and inside EXEC.
-fn run(
+fn run_command(
     server: &Server,
     client: &mut Client,
     reply: &mut Reply,
@@ -534,7 +696,7 @@ pub fn run_transaction(server: &Server, client: &mut Client, reply: &mut Reply, 
     client.deny_blocking = true;
     for entry in queued {
         let command = table.get(entry.id);
-        let ran = run(server, client, reply, command, &entry.args, &mut keys);
+        let ran = run_command(server, client, reply, command, &entry.args, &mut keys);
         account(server, client, command, &entry.args, ran);
     }
     client.deny_blocking = false;
@@ -547,12 +709,20 @@ pub fn run_transaction(server: &Server, client: &mut Client, reply: &mut Reply, 
 /// keyspace or lock on its own, which a partial view would turn into a deadlock.
 fn lock_transaction<'s>(server: &'s Server, client: &Client, queued: &[Queued]) -> Locked<'s> {
     let table = table();
+    if queued
+        .iter()
+        .any(|entry| uses_engine(table.get(entry.id).spec.lock))
+    {
+        // A script inside: the dispatcher took the claim for this EXEC.
+        return server.keyspace.lock_exclusive();
+    }
     let mut keys: Vec<&[u8]> = client.watches.keys();
     let mut positions = Vec::new();
     for entry in queued {
         let spec = table.get(entry.id).spec;
         let needs_all = match spec.lock {
-            LockPlan::All => true,
+            LockPlan::All | LockPlan::Script => true,
+            LockPlan::Engine => false,
             LockPlan::Keys if spec.key_specs.is_empty() => !spec.has_flag(flag::FAST),
             LockPlan::Keys => match key_positions(spec, &entry.args, &mut positions) {
                 Ok(()) => {
@@ -574,6 +744,8 @@ fn lock_for<'s>(server: &'s Server, command: &Command, args: &[Bytes]) -> Locked
     let keyspace = &server.keyspace;
     match command.spec.lock {
         LockPlan::All => keyspace.lock_all(),
+        LockPlan::Script => keyspace.lock_exclusive(),
+        LockPlan::Engine => keyspace.lock_none(),
         LockPlan::Keys if command.spec.key_specs.is_empty() => keyspace.lock_none(),
         LockPlan::Keys => {
             let mut positions = Vec::new();

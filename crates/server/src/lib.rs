@@ -15,6 +15,7 @@ pub mod commands;
 pub mod config;
 pub mod gate;
 pub mod net;
+pub mod scripting;
 pub mod server;
 pub mod spec;
 pub mod stats;

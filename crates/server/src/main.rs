@@ -23,8 +23,13 @@ fn main() {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
+    // At least two workers: a long script occupies one while another answers BUSY and
+    // SCRIPT KILL. No LIFO slot: connections woken by one poll run in the order their input
+    // arrived (with it, the last woken runs first, so a command sent later by another client
+    // could overtake one sent earlier).
     let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
+        .worker_threads(threads.max(2))
+        .disable_lifo_slot()
         .enable_all()
         .build()
     {

@@ -15,6 +15,7 @@ use tracing::{debug, info, warn};
 
 use crate::client::{Client, UnblockReason, Waiter};
 use crate::gate;
+use crate::scripting;
 use crate::server::Server;
 
 /// Bytes read at a time, at least.
@@ -284,7 +285,9 @@ async fn connection<S>(
             parser.set_auth_required(!client.authenticated);
             match parser.parse(&mut input, &limits, &mut args) {
                 Ok(true) => {
-                    gate::execute(&server, &mut client, &mut reply, &args);
+                    if !execute(&server, &mut client, &mut reply, &args).await {
+                        break 'connection;
+                    }
                     let is_monitor = client.shared.monitor.load(Ordering::Relaxed);
                     if is_monitor && monitor.is_none() {
                         monitor = Some(server.monitor_feed.subscribe());
@@ -347,6 +350,26 @@ async fn connection<S>(
     let _ = writer.shutdown().await;
     server.clients.disconnect(id);
     debug!(id, "client disconnected");
+}
+
+/// Runs one command through the gatekeeper; when a script holds the server, waits (without
+/// holding the thread) and runs it again. False when the connection must close meanwhile.
+async fn execute(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Bytes]) -> bool {
+    loop {
+        match gate::execute(server, client, reply, args) {
+            gate::Outcome::Done => return true,
+            gate::Outcome::Deferred { until_end } => {
+                tokio::select! {
+                    _ = scripting::wait(&server.scripting, until_end) => {}
+                    _ = client.shared.kill_signal.notified() => return false,
+                    _ = server.shutdown.notified() => return false,
+                }
+                if server.is_shutting_down() || client.shared.is_killed() {
+                    return false;
+                }
+            }
+        }
+    }
 }
 
 /// Longest a command waits for the blocked clients it woke to be served before it goes on
@@ -428,7 +451,9 @@ impl Blocked<'_> {
             match event {
                 BlockEvent::Retry => {
                     let args = block.args.clone();
-                    gate::execute(server, client, reply, &args);
+                    if !execute(server, client, reply, &args).await {
+                        return false;
+                    }
                     await_woken(std::mem::take(&mut client.woken), Some(&waiter)).await;
                     waiter.finish_retry();
                     if client.blocked.is_none() {

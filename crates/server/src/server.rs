@@ -10,6 +10,7 @@ use tokio::sync::{broadcast, Notify};
 
 use crate::client::Registry;
 use crate::config::Config;
+use crate::scripting::Scripting;
 use crate::stats::{SlowLog, Stats};
 use crate::table::table;
 
@@ -34,6 +35,8 @@ pub struct Server {
     pub shutdown: Notify,
     /// Unix time of the last successful save (LASTSAVE).
     pub last_save_unix_s: AtomicU64,
+    /// The Lua VM, the script cache and the state of the running script.
+    pub scripting: Scripting,
 }
 
 impl Server {
@@ -44,6 +47,7 @@ impl Server {
             .unwrap_or(1);
         let shards = (threads * 16).clamp(16, 256);
         let keyspace = Keyspace::new(databases, shards);
+        keyspace.set_long_wait(wait_beside_runtime);
         let now = keyspace.clock().now();
         let (monitor_feed, _) = broadcast::channel(MONITOR_BACKLOG);
         Server {
@@ -61,6 +65,7 @@ impl Server {
             shutdown_requested: AtomicBool::new(false),
             shutdown: Notify::new(),
             last_save_unix_s: AtomicU64::new(now.wall_s() as u64),
+            scripting: Scripting::new(),
         }
     }
 
@@ -76,6 +81,18 @@ impl Server {
 
     pub fn uptime_s(&self) -> u64 {
         self.started.elapsed().as_secs()
+    }
+}
+
+/// A wait for a shard a script holds (see `latch_keyspace::keyspace::LongWait`): on a
+/// runtime worker, tokio moves the worker's other connections to another thread first.
+fn wait_beside_runtime(wait: &mut dyn FnMut()) {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(wait)
+        }
+        _ => wait(),
     }
 }
 

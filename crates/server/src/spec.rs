@@ -393,6 +393,10 @@ pub enum LockPlan {
     Keys,
     /// Every shard: the command sees (or changes) the whole keyspace.
     All,
+    /// Every shard, exclusively, under the scripting claim: EVAL, FCALL and their kin.
+    Script,
+    /// The scripting claim and no shard: SCRIPT LOAD/FLUSH, FUNCTION LOAD...
+    Engine,
 }
 
 #[derive(Clone, Copy, Debug)]

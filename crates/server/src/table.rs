@@ -28,6 +28,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     commands::command::COMMANDS,
     commands::debug::COMMANDS,
     commands::function::COMMANDS,
+    commands::scripting::COMMANDS,
     commands::transaction::COMMANDS,
 ];
 

@@ -18,6 +18,7 @@ pub mod hash;
 pub mod info;
 pub mod keys;
 pub mod list;
+pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod sort;

@@ -1,0 +1,247 @@
+//! Conversions between replies and Lua values, as Redis' `redisProtocolToLuaType` and
+//! `luaReplyToRedisReply` do them.
+//!
+//! A command's reply reaches Lua as: integer → number; bulk → string; array → table;
+//! status → `{ok=...}`; error → `{err=...}`; null → false (RESP2) or nil (RESP3); and in
+//! RESP3 map → `{map={...}}`, set → `{set={member=true}}`, double → `{double=n}`, boolean →
+//! boolean, big number → `{big_number=...}`, verbatim → `{verbatim_string={...}}`.
+//! A script's return value goes back the other way; a number is truncated to an integer, a
+//! table is an array up to its first nil unless it has one of the fields above.
+
+use latch_protocol::{Frame, Reply};
+use mlua::{Lua, Table, Value};
+
+use super::sandbox::error_text;
+
+/// Deepest nesting of tables a reply may have (a table that contains itself would
+/// otherwise never end).
+const MAX_DEPTH: usize = 1000;
+
+/// A command's reply as the Lua value `redis.call` returns. `resp` is the protocol the
+/// script asked for with `redis.setresp` (2 or 3).
+pub fn frame_to_lua(lua: &Lua, frame: &Frame, resp: u8) -> mlua::Result<Value> {
+    Ok(match frame {
+        Frame::Simple(text) => {
+            let table = lua.create_table()?;
+            table.raw_set("ok", lua.create_string(text)?)?;
+            Value::Table(table)
+        }
+        Frame::Error(text) | Frame::BulkError(text) => Value::Table(error_table(lua, text)?),
+        Frame::Integer(n) => Value::Number(*n as f64),
+        Frame::Bulk(bytes) => Value::String(lua.create_string(bytes)?),
+        Frame::Null => {
+            if resp == 2 {
+                Value::Boolean(false)
+            } else {
+                Value::Nil
+            }
+        }
+        Frame::Array(items) | Frame::Push(items) => {
+            let table = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                table.raw_set(i + 1, frame_to_lua(lua, item, resp)?)?;
+            }
+            Value::Table(table)
+        }
+        Frame::Map(pairs) => {
+            let inner = lua.create_table()?;
+            for (key, value) in pairs {
+                inner.raw_set(
+                    frame_to_lua(lua, key, resp)?,
+                    frame_to_lua(lua, value, resp)?,
+                )?;
+            }
+            wrap(lua, "map", Value::Table(inner))?
+        }
+        Frame::Set(items) => {
+            let inner = lua.create_table()?;
+            for item in items {
+                inner.raw_set(frame_to_lua(lua, item, resp)?, true)?;
+            }
+            wrap(lua, "set", Value::Table(inner))?
+        }
+        Frame::Double(d) => wrap(lua, "double", Value::Number(*d))?,
+        Frame::Boolean(b) => Value::Boolean(*b),
+        Frame::BigNumber(digits) => {
+            wrap(lua, "big_number", Value::String(lua.create_string(digits)?))?
+        }
+        Frame::Verbatim { format, text } => {
+            let inner = lua.create_table()?;
+            inner.raw_set("string", lua.create_string(text)?)?;
+            inner.raw_set("format", lua.create_string(format)?)?;
+            wrap(lua, "verbatim_string", Value::Table(inner))?
+        }
+    })
+}
+
+fn wrap(lua: &Lua, field: &str, value: Value) -> mlua::Result<Value> {
+    let table = lua.create_table()?;
+    table.raw_set(field, value)?;
+    Ok(Value::Table(table))
+}
+
+/// `{err="CODE message", ignore_error_stats_update=true}` for an error reply's text (the
+/// command already counted the error).
+pub fn error_table(lua: &Lua, text: &[u8]) -> mlua::Result<Table> {
+    let mut dashed = Vec::with_capacity(text.len() + 1);
+    dashed.push(b'-');
+    dashed.extend_from_slice(text);
+    let table = lua.create_table()?;
+    table.raw_set("err", lua.create_string(error_text(&dashed))?)?;
+    table.raw_set("ignore_error_stats_update", true)?;
+    Ok(table)
+}
+
+/// The error fields of a Lua error table (Redis' `luaExtractErrorInformation`).
+#[derive(Debug, Default)]
+pub struct ErrorInfo {
+    pub message: Option<Vec<u8>>,
+    pub source: Option<Vec<u8>>,
+    pub line: Option<Vec<u8>>,
+    pub ignore_stats: bool,
+}
+
+pub fn error_info(table: &Table) -> ErrorInfo {
+    let text = |field: &str| -> Option<Vec<u8>> {
+        match table.raw_get::<Value>(field).ok()? {
+            Value::String(s) => Some(s.as_bytes().to_vec()),
+            Value::Integer(n) => Some(n.to_string().into_bytes()),
+            Value::Number(n) => Some(super::sandbox::lua_number_text(n).into_bytes()),
+            _ => None,
+        }
+    };
+    ErrorInfo {
+        message: text("err"),
+        source: text("source"),
+        line: text("line"),
+        ignore_stats: matches!(
+            table.raw_get::<Value>("ignore_error_stats_update"),
+            Ok(Value::Boolean(true))
+        ),
+    }
+}
+
+/// Writes a script's return value as a reply. `script_resp` is the protocol the script
+/// chose (it decides how booleans go out in RESP2).
+pub fn lua_to_reply(value: &Value, reply: &mut Reply, script_resp: u8) {
+    write_value(value, reply, script_resp, 0);
+}
+
+fn write_value(value: &Value, reply: &mut Reply, script_resp: u8, depth: usize) {
+    if depth > MAX_DEPTH {
+        reply.error(b"ERR reached lua stack limit");
+        return;
+    }
+    match value {
+        Value::String(text) => reply.bulk(&text.as_bytes()),
+        Value::Boolean(b) => {
+            if script_resp == 2 {
+                if *b {
+                    reply.integer(1);
+                } else {
+                    reply.null();
+                }
+            } else {
+                reply.boolean(*b);
+            }
+        }
+        Value::Integer(n) => reply.integer(*n),
+        Value::Number(n) => reply.integer(c_truncate(*n)),
+        Value::Table(table) => write_table(table, reply, script_resp, depth),
+        _ => reply.null(),
+    }
+}
+
+/// `(long long)` of a double as x86 does it: out of range (and NaN) gives the minimum.
+fn c_truncate(n: f64) -> i64 {
+    // 2^63: the first double past i64::MAX.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if !(-LIMIT..LIMIT).contains(&n) {
+        i64::MIN
+    } else {
+        n as i64
+    }
+}
+
+fn field(table: &Table, name: &str) -> Value {
+    table.raw_get::<Value>(name).unwrap_or(Value::Nil)
+}
+
+fn write_table(table: &Table, reply: &mut Reply, script_resp: u8, depth: usize) {
+    if let Value::String(_) = field(table, "err") {
+        let info = error_info(table);
+        let message = info.message.unwrap_or_default();
+        reply.error(&one_line(&message));
+        return;
+    }
+    if let Value::String(text) = field(table, "ok") {
+        reply.simple(&one_line(&text.as_bytes()));
+        return;
+    }
+    if let Value::Number(_) | Value::Integer(_) = field(table, "double") {
+        let d = match field(table, "double") {
+            Value::Number(d) => d,
+            Value::Integer(n) => n as f64,
+            _ => 0.0,
+        };
+        reply.double(d);
+        return;
+    }
+    if let Value::String(digits) = field(table, "big_number") {
+        reply.big_number(&one_line(&digits.as_bytes()));
+        return;
+    }
+    if let Value::Table(verbatim) = field(table, "verbatim_string") {
+        if let (Value::String(format), Value::String(text)) =
+            (field(&verbatim, "format"), field(&verbatim, "string"))
+        {
+            let format = format.as_bytes();
+            let mut ext = [b' '; 3];
+            for (slot, byte) in ext.iter_mut().zip(format.iter()) {
+                *slot = *byte;
+            }
+            reply.verbatim(&ext, &text.as_bytes());
+            return;
+        }
+    }
+    if let Value::Table(map) = field(table, "map") {
+        let pairs: Vec<(Value, Value)> =
+            map.pairs::<Value, Value>().filter_map(Result::ok).collect();
+        reply.map(pairs.len());
+        for (key, value) in &pairs {
+            write_value(key, reply, script_resp, depth + 1);
+            write_value(value, reply, script_resp, depth + 1);
+        }
+        return;
+    }
+    if let Value::Table(set) = field(table, "set") {
+        let members: Vec<Value> = set
+            .pairs::<Value, Value>()
+            .filter_map(Result::ok)
+            .map(|(member, _)| member)
+            .collect();
+        reply.set(members.len());
+        for member in &members {
+            write_value(member, reply, script_resp, depth + 1);
+        }
+        return;
+    }
+    let mut items = Vec::new();
+    for i in 1.. {
+        match table.raw_get::<Value>(i) {
+            Ok(Value::Nil) | Err(_) => break,
+            Ok(value) => items.push(value),
+        }
+    }
+    reply.array(items.len());
+    for item in &items {
+        write_value(item, reply, script_resp, depth + 1);
+    }
+}
+
+/// CR and LF become spaces, as Redis does for status and error lines.
+fn one_line(text: &[u8]) -> Vec<u8> {
+    text.iter()
+        .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+        .collect()
+}

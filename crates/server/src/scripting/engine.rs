@@ -1,0 +1,646 @@
+//! The VM and the script cache: compiling EVAL bodies (by SHA1), running a script function
+//! against the caller's context, and the run-time checks Redis makes (busy threshold,
+//! SCRIPT KILL, read-only scripts).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use latch_protocol::format_double_g17;
+use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value, VmState};
+
+use super::convert::{error_info, frame_to_lua, lua_to_reply};
+use super::functions::{self, Functions, LoadApi};
+use super::sandbox::{self, Sandbox};
+use super::RunState;
+use crate::commands::Ctx;
+
+/// Lua instructions between two looks at the clock and the kill flag (Redis' count).
+const HOOK_EVERY: u32 = 100_000;
+/// Runs between two incremental garbage-collection steps (Redis' `LUA_GC_CYCLE_PERIOD`).
+const GC_PERIOD: u32 = 50;
+
+/// The flags a script declares in its `#!lua flags=...` line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScriptFlags {
+    /// No shebang: Redis' compatibility mode, where the flags below do not apply.
+    pub compat: bool,
+    pub no_writes: bool,
+    pub allow_oom: bool,
+    pub allow_stale: bool,
+    pub no_cluster: bool,
+    pub allow_cross_slot: bool,
+}
+
+impl ScriptFlags {
+    /// Parses a comma-separated flag list (shared with functions' `flags` tables).
+    pub fn set(&mut self, name: &[u8]) -> bool {
+        match name {
+            b"no-writes" => self.no_writes = true,
+            b"allow-oom" => self.allow_oom = true,
+            b"allow-stale" => self.allow_stale = true,
+            b"no-cluster" => self.no_cluster = true,
+            b"allow-cross-slot-keys" => self.allow_cross_slot = true,
+            _ => return false,
+        }
+        true
+    }
+}
+
+/// Reads the shebang line, if any: the flags, and how many bytes to skip (the line, not its
+/// newline, so that line numbers stay right).
+pub fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), Vec<u8>> {
+    if !body.starts_with(b"#!") {
+        return Ok((
+            ScriptFlags {
+                compat: true,
+                ..ScriptFlags::default()
+            },
+            0,
+        ));
+    }
+    let Some(end) = body.iter().position(|&b| b == b'\n') else {
+        return Err(b"ERR Invalid script shebang".to_vec());
+    };
+    let line = &body[..end];
+    let mut parts = Vec::new();
+    if !latch_protocol::request::split_args(&Bytes::copy_from_slice(line), &mut parts) {
+        return Err(b"ERR Invalid engine in script shebang".to_vec());
+    }
+    let Some(engine) = parts.first() else {
+        return Err(b"ERR Invalid engine in script shebang".to_vec());
+    };
+    if &engine[..] != b"#!lua" {
+        let mut message = b"ERR Unexpected engine in script shebang: ".to_vec();
+        message.extend_from_slice(engine);
+        return Err(message);
+    }
+    let mut flags = ScriptFlags::default();
+    for part in &parts[1..] {
+        let Some(list) = part.strip_prefix(b"flags=") else {
+            let mut message = b"ERR Unknown lua shebang option: ".to_vec();
+            message.extend_from_slice(part);
+            return Err(message);
+        };
+        for name in list.split(|&b| b == b',') {
+            if !flags.set(name) {
+                let mut message = b"ERR Unexpected flag in script shebang: ".to_vec();
+                message.extend_from_slice(name);
+                return Err(message);
+            }
+        }
+    }
+    Ok((flags, end))
+}
+
+/// A cached EVAL script.
+pub struct Script {
+    pub body: Bytes,
+    pub flags: ScriptFlags,
+    function: Function,
+}
+
+/// How one run goes.
+pub struct RunOptions<'a> {
+    /// Refuse write commands (EVAL_RO, `no-writes`).
+    pub read_only: bool,
+    /// EVAL (KEYS and ARGV as globals) rather than FCALL (passed as arguments).
+    pub eval: bool,
+    /// The name errors mention: the SHA1 for EVAL, the function name for FCALL.
+    pub name: &'a str,
+}
+
+pub struct Engine {
+    lua: Lua,
+    sandbox: Sandbox,
+    /// The real `redis` table (scripts see a read-only proxy).
+    redis: Table,
+    /// `redis.call` outside runs: raises "can only be called inside a script".
+    idle_call: Function,
+    scripts: HashMap<String, Script>,
+    /// Bytes of cached bodies, for INFO.
+    pub scripts_bytes: usize,
+    run: Arc<RunState>,
+    runs: u32,
+    pub functions: Functions,
+    load_api: LoadApi,
+}
+
+impl Engine {
+    pub fn new(run: Arc<RunState>) -> Engine {
+        let (lua, sandbox) = match sandbox::build(log_from_script) {
+            Ok(built) => built,
+            Err(error) => panic!("the Lua VM could not be set up: {error}"),
+        };
+        let (redis, idle_call) = match sandbox
+            .private
+            .raw_get::<Table>("redis")
+            .and_then(|redis| Ok((redis.clone(), redis.raw_get::<Function>("call")?)))
+        {
+            Ok(found) => found,
+            Err(error) => panic!("the Lua VM could not be set up: {error}"),
+        };
+        let private = &sandbox.private;
+        let load_api = match (|| -> mlua::Result<LoadApi> {
+            Ok(LoadApi {
+                fenv: private.raw_get("fenv")?,
+                fenv_meta: private.raw_get("fenv_meta")?,
+                load_api: private.raw_get("load_api")?,
+                load_redis: private.raw_get("load_redis")?,
+                safe: sandbox.safe.clone(),
+                idle_register: private.raw_get("idle_register")?,
+            })
+        })() {
+            Ok(api) => api,
+            Err(error) => panic!("the Lua VM could not be set up: {error}"),
+        };
+        Engine {
+            functions: Functions::default(),
+            load_api,
+            lua,
+            sandbox,
+            redis,
+            idle_call,
+            scripts: HashMap::new(),
+            scripts_bytes: 0,
+            run,
+            runs: 0,
+        }
+    }
+
+    pub fn lua(&self) -> &Lua {
+        &self.lua
+    }
+
+    /// The environment script functions run in.
+    pub fn env(&self) -> Table {
+        self.sandbox.env.clone()
+    }
+
+    pub fn script_count(&self) -> usize {
+        self.scripts.len()
+    }
+
+    pub fn exists(&self, sha: &[u8]) -> bool {
+        std::str::from_utf8(sha)
+            .map(|sha| self.scripts.contains_key(&sha.to_ascii_lowercase()))
+            .unwrap_or(false)
+    }
+
+    /// Compiles and caches a body (SCRIPT LOAD, EVAL). Returns its SHA1, or the error reply.
+    pub fn load(&mut self, body: &Bytes) -> Result<String, Vec<u8>> {
+        let sha = sandbox::sha1_hex(body);
+        if self.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let (flags, skip) = parse_shebang(body)?;
+        let function = self
+            .lua
+            .load(&body[skip..])
+            .set_name("@user_script")
+            .set_environment(self.sandbox.env.clone())
+            .into_function()
+            .map_err(|error| {
+                let mut message = b"ERR Error compiling script (new function): ".to_vec();
+                message.extend_from_slice(sandbox::plain_message(&error).as_bytes());
+                message
+            })?;
+        self.scripts_bytes += body.len() + sha.len();
+        self.scripts.insert(
+            sha.clone(),
+            Script {
+                body: body.clone(),
+                flags,
+                function,
+            },
+        );
+        Ok(sha)
+    }
+
+    pub fn script(&self, sha: &str) -> Option<&Script> {
+        self.scripts.get(sha)
+    }
+
+    /// SCRIPT FLUSH: forgets every EVAL script (functions stay).
+    pub fn flush_scripts(&mut self) {
+        self.scripts.clear();
+        self.scripts_bytes = 0;
+        let _ = self.lua.gc_collect();
+    }
+
+    /// FUNCTION LOAD.
+    pub fn load_library(&mut self, payload: &Bytes, replace: bool) -> Result<String, Vec<u8>> {
+        functions::load(
+            &self.lua,
+            &self.load_api,
+            &mut self.functions,
+            payload,
+            replace,
+        )
+    }
+
+    /// FCALL and FCALL_RO, after the numkeys check.
+    pub fn fcall(
+        &mut self,
+        ctx: &mut Ctx<'_, '_>,
+        name: &[u8],
+        read_only_command: bool,
+        keys: &[Bytes],
+        args: &[Bytes],
+    ) {
+        let Some(function) = self.functions.function(name) else {
+            ctx.reply.error(b"ERR Function not found");
+            return;
+        };
+        let flags = function.flags;
+        let callback = function.callback.clone();
+        let function_name = function.name.clone();
+        if !flags.no_writes && read_only_command {
+            ctx.reply
+                .error(b"ERR Can not execute a script with write flag using *_ro command.");
+            return;
+        }
+        let options = RunOptions {
+            read_only: read_only_command || flags.no_writes,
+            eval: false,
+            name: &function_name,
+        };
+        self.call(ctx, &callback, keys, args, &options);
+    }
+
+    /// EVAL, EVALSHA and their _RO forms, after the numkeys check. `script` is the body or
+    /// (for EVALSHA) the SHA1.
+    pub fn eval(
+        &mut self,
+        ctx: &mut Ctx<'_, '_>,
+        script: &Bytes,
+        evalsha: bool,
+        read_only_command: bool,
+        keys: &[Bytes],
+        args: &[Bytes],
+    ) {
+        let sha = if evalsha {
+            let sha = String::from_utf8_lossy(script).to_ascii_lowercase();
+            if sha.len() != 40 || !self.scripts.contains_key(&sha) {
+                ctx.reply
+                    .error(b"NOSCRIPT No matching script. Please use EVAL.");
+                return;
+            }
+            sha
+        } else {
+            match self.load(script) {
+                Ok(sha) => sha,
+                Err(message) => {
+                    ctx.reply.error(&message);
+                    return;
+                }
+            }
+        };
+        let Some(found) = self.scripts.get(&sha) else {
+            return;
+        };
+        let flags = found.flags;
+        let function = found.function.clone();
+        if !flags.compat && !flags.no_writes && read_only_command {
+            ctx.reply
+                .error(b"ERR Can not execute a script with write flag using *_ro command.");
+            return;
+        }
+        let read_only = read_only_command || (!flags.compat && flags.no_writes);
+        let options = RunOptions {
+            read_only,
+            eval: true,
+            name: &sha,
+        };
+        self.call(ctx, &function, keys, args, &options);
+    }
+
+    /// Runs a script function for the caller in `ctx` (whose view holds every shard) and
+    /// writes its reply. The script's SELECT stays its own; blocking commands answer at once.
+    pub fn call(
+        &mut self,
+        ctx: &mut Ctx<'_, '_>,
+        function: &Function,
+        keys: &[Bytes],
+        args: &[Bytes],
+        options: &RunOptions<'_>,
+    ) {
+        let caller_db = ctx.client.db;
+        let caller_deny_blocking = ctx.client.deny_blocking;
+        ctx.client.deny_blocking = true;
+        self.run.script_started(options.eval);
+        let outcome = self.run_protected(ctx, function, keys, args, options);
+        self.run.script_ended();
+        ctx.client.db = caller_db;
+        ctx.client.deny_blocking = caller_deny_blocking;
+        match outcome {
+            Ok((values, resp)) => self.reply_with(ctx, values, resp, options.name),
+            Err(error) => {
+                let message = sandbox::plain_message(&error);
+                let text = format!(
+                    "ERR Error running script {}, {}",
+                    options.name,
+                    truncate_chars(&message, 100)
+                );
+                ctx.reply.error(text.replace(['\r', '\n'], " ").as_bytes());
+            }
+        }
+        self.runs += 1;
+        if self.runs >= GC_PERIOD {
+            self.runs = 0;
+            let _ = self.lua.gc_step();
+        }
+    }
+
+    /// The run itself, with the per-run `redis.call` and the busy/kill hook in place.
+    fn run_protected(
+        &mut self,
+        ctx: &mut Ctx<'_, '_>,
+        function: &Function,
+        keys: &[Bytes],
+        args: &[Bytes],
+        options: &RunOptions<'_>,
+    ) -> mlua::Result<(MultiValue, u8)> {
+        let lua = &self.lua;
+        let private = &self.sandbox.private;
+        let keys_table = string_array(lua, keys)?;
+        let args_table = string_array(lua, args)?;
+        if options.eval {
+            self.sandbox.safe.raw_set("KEYS", keys_table.clone())?;
+            self.sandbox.safe.raw_set("ARGV", args_table.clone())?;
+        }
+        private.raw_set("resp", 2)?;
+        private.raw_set("running", true)?;
+        let threshold_ms = ctx.server.config.busy_reply_threshold_ms();
+        if threshold_ms > 0 {
+            let run = self.run.clone();
+            lua.set_hook(
+                HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+                move |lua, _| check_run(lua, &run, threshold_ms),
+            )?;
+        }
+        let read_only = options.read_only;
+        let run_state = self.run.clone();
+        let cell = RefCell::new(ctx);
+        let command = |lua: &Lua, words: MultiValue| -> mlua::Result<(bool, Value)> {
+            let mut ctx = cell
+                .try_borrow_mut()
+                .map_err(|_| mlua::Error::RuntimeError("recursive redis.call".into()))?;
+            let resp: u8 = private.raw_get("resp").unwrap_or(2);
+            script_command(lua, &mut ctx, resp, words, read_only, &run_state)
+        };
+        let result = lua.scope(|scope| {
+            // Rust functions, not Lua wrappers: a `return redis.call(...)` must keep the
+            // script's frame (a Lua tail call would drop it) so errors name the right line.
+            let call = scope.create_function(|lua, words: MultiValue| {
+                let (ok, value) = command(lua, words)?;
+                if ok {
+                    return Ok(value);
+                }
+                let text = match &value {
+                    Value::Table(table) => error_info(table).message.unwrap_or_default(),
+                    _ => Vec::new(),
+                };
+                Err(mlua::Error::external(sandbox::RaisedReply(text)))
+            })?;
+            let pcall =
+                scope.create_function(|lua, words: MultiValue| Ok(command(lua, words)?.1))?;
+            self.redis.raw_set("call", call)?;
+            self.redis.raw_set("pcall", pcall)?;
+            let runner: Function = private.raw_get("run")?;
+            let outcome = if options.eval {
+                runner.call::<MultiValue>(function.clone())
+            } else {
+                runner.call::<MultiValue>((function.clone(), keys_table, args_table))
+            };
+            self.redis.raw_set("call", self.idle_call.clone())?;
+            self.redis.raw_set("pcall", self.idle_call.clone())?;
+            outcome
+        });
+        lua.remove_hook();
+        private.raw_set("running", false)?;
+        if options.eval {
+            self.sandbox.safe.raw_set("KEYS", Value::Nil)?;
+            self.sandbox.safe.raw_set("ARGV", Value::Nil)?;
+        }
+        let resp: u8 = private.raw_get("resp").unwrap_or(2);
+        Ok((result?, resp))
+    }
+
+    /// The reply of a finished run: its value, or its error with where it happened.
+    fn reply_with(&self, ctx: &mut Ctx<'_, '_>, values: MultiValue, resp: u8, name: &str) {
+        let mut values = values.into_iter();
+        let ok = matches!(values.next(), Some(Value::Boolean(true)));
+        let value = values.next().unwrap_or(Value::Nil);
+        if ok {
+            lua_to_reply(&value, ctx.reply, resp);
+            return;
+        }
+        match value {
+            Value::Table(table) => {
+                let info = error_info(&table);
+                let mut text = info
+                    .message
+                    .unwrap_or_else(|| b"ERR unknown error".to_vec());
+                if let (Some(source), Some(line)) = (info.source, info.line) {
+                    text.extend_from_slice(format!(" script: {name}, on ").as_bytes());
+                    text.extend_from_slice(&source);
+                    text.push(b':');
+                    text.extend_from_slice(&line);
+                    text.push(b'.');
+                }
+                let text: Vec<u8> = text
+                    .into_iter()
+                    .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+                    .collect();
+                ctx.reply.error(&text);
+            }
+            other => {
+                let message = match other {
+                    Value::String(s) => s.to_string_lossy(),
+                    _ => "execution failure".to_string(),
+                };
+                let text = format!(
+                    "ERR Error running script {name}, {}",
+                    truncate_chars(&message, 100)
+                );
+                ctx.reply.error(text.replace(['\r', '\n'], " ").as_bytes());
+            }
+        }
+    }
+}
+
+fn truncate_chars(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => &text[..at],
+        None => text,
+    }
+}
+
+fn string_array(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
+    let table = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, item) in items.iter().enumerate() {
+        table.raw_set(i + 1, lua.create_string(item)?)?;
+    }
+    Ok(table)
+}
+
+/// The count hook: marks the script busy past the threshold, stops it when killed. Once
+/// killed it fires on every line, so that a `pcall` cannot swallow the kill for long.
+fn check_run(lua: &Lua, run: &RunState, threshold_ms: u64) -> mlua::Result<VmState> {
+    if !run.is_busy() && run.elapsed_ms() >= threshold_ms {
+        tracing::warn!(
+            elapsed_ms = run.elapsed_ms(),
+            "slow script detected: still running; it can be stopped with {}",
+            if run.is_eval() {
+                "SCRIPT KILL"
+            } else {
+                "FUNCTION KILL"
+            }
+        );
+        run.mark_busy();
+    }
+    if run.kill_requested() {
+        let run_line = HookTriggers::new().every_line();
+        let _ = lua.set_hook(run_line, |_, _| {
+            Err(mlua::Error::RuntimeError(
+                "Script killed by user with SCRIPT KILL...".into(),
+            ))
+        });
+        return Err(mlua::Error::RuntimeError(
+            "Script killed by user with SCRIPT KILL...".into(),
+        ));
+    }
+    Ok(VmState::Continue)
+}
+
+/// `redis.call` / `redis.pcall` for the running script: `(true, reply)`, or `(false,
+/// error table)` (the Lua side raises it for `call`).
+fn script_command(
+    lua: &Lua,
+    ctx: &mut Ctx<'_, '_>,
+    resp: u8,
+    words: MultiValue,
+    read_only: bool,
+    run: &RunState,
+) -> mlua::Result<(bool, Value)> {
+    // Refusals read like Redis' `luaPushError`: "ERR " and the text.
+    let fail = |message: &[u8]| -> mlua::Result<(bool, Value)> {
+        let table = lua.create_table()?;
+        table.raw_set("err", lua.create_string(sandbox::error_text(message))?)?;
+        table.raw_set("ignore_error_stats_update", true)?;
+        Ok((false, Value::Table(table)))
+    };
+    if words.is_empty() {
+        return fail(b"Please specify at least one argument for this redis lib call");
+    }
+    let mut args = Vec::with_capacity(words.len());
+    for word in words.iter() {
+        match word {
+            Value::String(text) => args.push(Bytes::copy_from_slice(&text.as_bytes())),
+            Value::Integer(n) => args.push(number_arg(*n as f64)),
+            Value::Number(n) => args.push(number_arg(*n)),
+            _ => {
+                return fail(b"Lua redis lib command arguments must be strings or integers");
+            }
+        }
+    }
+    match crate::gate::script_call(ctx, &args, resp, read_only, run) {
+        Ok(frame) => {
+            let is_error = matches!(
+                frame,
+                latch_protocol::Frame::Error(_) | latch_protocol::Frame::BulkError(_)
+            );
+            let value = frame_to_lua(lua, &frame, resp)?;
+            Ok((!is_error, value))
+        }
+        Err(message) => fail(&message),
+    }
+}
+
+/// A number argument as Redis passes it to a command (`%.17g`, not Lua's `%.14g`).
+fn number_arg(n: f64) -> Bytes {
+    let mut text = Vec::with_capacity(24);
+    format_double_g17(n, &mut text);
+    Bytes::from(text)
+}
+
+fn log_from_script(level: u8, text: &str) {
+    match level {
+        0 => tracing::debug!(target: "script", "{text}"),
+        1 => tracing::debug!(target: "script", "{text}"),
+        2 => tracing::info!(target: "script", "{text}"),
+        _ => tracing::warn!(target: "script", "{text}"),
+    }
+}
+
+/// Redis' `math.random`/`math.randomseed`: a 48-bit linear congruential generator (as
+/// `lrand48`), so that a seed gives the same numbers on every machine.
+pub fn install_random(lua: &Lua) -> mlua::Result<()> {
+    // lrand48's state before any seed.
+    let state = Arc::new(parking_lot::Mutex::new(0x1234_ABCD_330E_u64));
+    let math: Table = lua.globals().raw_get("math")?;
+    let random_state = state.clone();
+    math.raw_set(
+        "random",
+        lua.create_function(move |_, args: MultiValue| {
+            let r = {
+                let mut x = random_state.lock();
+                *x = (x.wrapping_mul(0x5_DEEC_E66D).wrapping_add(0xB)) & ((1 << 48) - 1);
+                let drawn = (*x >> 17) as i64;
+                (drawn % i64::from(i32::MAX)) as f64 / f64::from(i32::MAX)
+            };
+            let int_arg = |value: &Value, position: usize| -> mlua::Result<i64> {
+                match value {
+                    Value::Integer(n) => Ok(*n),
+                    Value::Number(n) => Ok(*n as i64),
+                    Value::String(s) => s
+                        .to_str()
+                        .ok()
+                        .and_then(|s| s.trim().parse::<f64>().ok())
+                        .map(|n| n as i64)
+                        .ok_or_else(|| bad_argument(position, "number expected")),
+                    _ => Err(bad_argument(position, "number expected")),
+                }
+            };
+            match args.len() {
+                0 => Ok(r),
+                1 => {
+                    let upper = int_arg(&args[0], 1)?;
+                    if upper < 1 {
+                        return Err(bad_argument(1, "interval is empty"));
+                    }
+                    Ok((r * upper as f64).floor() + 1.0)
+                }
+                2 => {
+                    let lower = int_arg(&args[0], 1)?;
+                    let upper = int_arg(&args[1], 2)?;
+                    if lower > upper {
+                        return Err(bad_argument(2, "interval is empty"));
+                    }
+                    Ok((r * (upper - lower + 1) as f64).floor() + lower as f64)
+                }
+                _ => Err(mlua::Error::RuntimeError(
+                    "wrong number of arguments".into(),
+                )),
+            }
+        })?,
+    )?;
+    math.raw_set(
+        "randomseed",
+        lua.create_function(move |_, seed: f64| {
+            *state.lock() = seed_state(seed as i64 as i32);
+            Ok(())
+        })?,
+    )?;
+    Ok(())
+}
+
+fn seed_state(seed: i32) -> u64 {
+    ((u64::from(seed as u32)) << 16) | 0x330E
+}
+
+fn bad_argument(position: usize, message: &str) -> mlua::Error {
+    mlua::Error::RuntimeError(format!("bad argument #{position} to 'random' ({message})"))
+}

@@ -1,0 +1,209 @@
+//! Lua scripting: EVAL and the script cache (`engine.rs`), conversions between Lua values
+//! and replies (`convert.rs`), the sandbox and the `redis` API (`sandbox.rs`), and the
+//! libraries Redis loads (`libs/`).
+//!
+//! One Lua VM serves the whole server, as in Redis. A script runs on the thread of the
+//! client that sent it, holding every shard of the keyspace (an exclusive view, see
+//! `Keyspace::lock_exclusive`), so nothing interleaves with it. Who may run is decided by
+//! [`Scripting::try_claim`]: one claim at a time, taken by the gatekeeper before it locks any
+//! shard. While a claim is held, other clients' commands wait (asynchronously: the
+//! connection parks, the thread goes on serving others) until it ends, or, once the script
+//! has run longer than `busy-reply-threshold`, get `BUSY` at once, except the few commands
+//! Redis allows then (SCRIPT KILL, SHUTDOWN NOSAVE...).
+
+pub mod convert;
+pub mod engine;
+pub mod functions;
+pub mod libs;
+pub mod sandbox;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+pub use engine::Engine;
+
+/// The run state other threads read while a script runs: whether one does, whether it
+/// passed the busy threshold, and what SCRIPT KILL may do to it.
+#[derive(Debug)]
+pub struct RunState {
+    running: AtomicBool,
+    /// A script (not just a SCRIPT LOAD) runs under the claim.
+    in_script: AtomicBool,
+    busy: AtomicBool,
+    kill: AtomicBool,
+    /// The running script has written (SCRIPT KILL then refuses).
+    wrote: AtomicBool,
+    /// The running script came from EVAL (not FCALL): picks the BUSY text and which KILL
+    /// may stop it.
+    eval: AtomicBool,
+    /// When the running script started, as microseconds since `epoch`.
+    started_us: AtomicU64,
+    epoch: Instant,
+    /// Bumped when a claim ends or a script turns busy: waiting connections look again.
+    changes: watch::Sender<u64>,
+    /// The function FCALL runs, for FUNCTION STATS.
+    pub function: Mutex<Option<(String, Vec<bytes::Bytes>)>>,
+    /// Library and function counts, for FUNCTION STATS (read without the claim).
+    pub library_count: std::sync::atomic::AtomicUsize,
+    pub function_count: std::sync::atomic::AtomicUsize,
+}
+
+impl RunState {
+    fn new() -> RunState {
+        RunState {
+            running: AtomicBool::new(false),
+            in_script: AtomicBool::new(false),
+            busy: AtomicBool::new(false),
+            kill: AtomicBool::new(false),
+            wrote: AtomicBool::new(false),
+            eval: AtomicBool::new(true),
+            started_us: AtomicU64::new(0),
+            epoch: Instant::now(),
+            changes: watch::Sender::new(0),
+            function: Mutex::new(None),
+            library_count: Default::default(),
+            function_count: Default::default(),
+        }
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::Acquire)
+    }
+
+    pub fn is_script_running(&self) -> bool {
+        self.in_script.load(Ordering::Acquire)
+    }
+
+    /// The script returned (its claim may still be held by the command around it).
+    pub fn script_ended(&self) {
+        self.in_script.store(false, Ordering::Release);
+    }
+
+    pub fn is_busy(&self) -> bool {
+        self.busy.load(Ordering::Acquire)
+    }
+
+    pub fn is_eval(&self) -> bool {
+        self.eval.load(Ordering::Acquire)
+    }
+
+    pub fn kill_requested(&self) -> bool {
+        self.kill.load(Ordering::Acquire)
+    }
+
+    pub fn wrote(&self) -> bool {
+        self.wrote.load(Ordering::Acquire)
+    }
+
+    pub fn note_write(&self) {
+        self.wrote.store(true, Ordering::Release);
+    }
+
+    /// Milliseconds since the running script started.
+    pub fn elapsed_ms(&self) -> u64 {
+        let now = self.epoch.elapsed().as_micros() as u64;
+        now.saturating_sub(self.started_us.load(Ordering::Acquire)) / 1000
+    }
+
+    /// A script starts running under the claim.
+    pub fn script_started(&self, eval: bool) {
+        self.eval.store(eval, Ordering::Release);
+        self.wrote.store(false, Ordering::Release);
+        self.kill.store(false, Ordering::Release);
+        self.started_us
+            .store(self.epoch.elapsed().as_micros() as u64, Ordering::Release);
+        self.in_script.store(true, Ordering::Release);
+    }
+
+    /// The script passed the busy threshold: waiting clients get BUSY from now on.
+    pub fn mark_busy(&self) {
+        if !self.busy.swap(true, Ordering::AcqRel) {
+            self.changes.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// SCRIPT KILL / FUNCTION KILL: the script stops at its next check.
+    pub fn request_kill(&self) {
+        self.kill.store(true, Ordering::Release);
+    }
+}
+
+/// The scripting state of the server.
+pub struct Scripting {
+    pub run: Arc<RunState>,
+    /// The VM and the script cache; locked only by the holder of the claim.
+    engine: Mutex<Option<Engine>>,
+}
+
+impl Default for Scripting {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Scripting {
+    pub fn new() -> Scripting {
+        Scripting {
+            run: Arc::new(RunState::new()),
+            engine: Mutex::new(None),
+        }
+    }
+
+    /// Takes the right to run scripts (and to touch the VM). False when someone holds it:
+    /// the caller waits for [`changed`](Self::changed) and tries again.
+    pub fn try_claim(&self) -> bool {
+        self.run
+            .running
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Gives the claim back and lets waiting connections look again.
+    pub fn release(&self) {
+        self.run.busy.store(false, Ordering::Release);
+        self.run.kill.store(false, Ordering::Release);
+        self.run.running.store(false, Ordering::Release);
+        self.run.changes.send_modify(|n| *n += 1);
+    }
+
+    /// A receiver that sees the next claim release or busy mark. Subscribe before looking
+    /// at the state, so that no change is missed in between.
+    pub fn changed(&self) -> watch::Receiver<u64> {
+        self.run.changes.subscribe()
+    }
+
+    /// Runs `f` with the VM, creating it on first use. The caller holds the claim, so the
+    /// lock is never contended.
+    pub fn with_engine<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
+        debug_assert!(self.run.is_running(), "the VM is used without the claim");
+        let mut slot = self.engine.lock();
+        let engine = slot.get_or_insert_with(|| Engine::new(self.run.clone()));
+        f(engine)
+    }
+
+    /// SCRIPT FLUSH: an empty script cache (the caller holds the claim).
+    pub fn flush_scripts(&self) {
+        if let Some(engine) = self.engine.lock().as_mut() {
+            engine.flush_scripts();
+        }
+    }
+}
+
+/// Waits, for a connection whose command was deferred, until the claim is given back, or
+/// (unless `until_end`) until the running script turns busy.
+pub async fn wait(scripting: &Scripting, until_end: bool) {
+    let mut changed = scripting.changed();
+    loop {
+        let run = &scripting.run;
+        if !run.is_running() || (!until_end && run.is_busy()) {
+            return;
+        }
+        if changed.changed().await.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,454 @@
+//! The Lua VM as Redis 7.0 sets it up: Lua 5.1 with base, table, string and math, the
+//! libraries of `libs/`, the `redis` table, and a sandbox.
+//!
+//! Redis patches Lua to have read-only tables; Latch uses stock Lua 5.1 and gets the same
+//! behaviour from proxies instead. Scripts run with an environment (`env`) that is an empty
+//! table whose metatable reads from `safe` (the allowed globals, each library behind a
+//! read-only proxy) and refuses every write. So `x = 1`, `redis.call = f` and `_G = {}` fail
+//! with "Attempt to modify a readonly table", reading an unknown global fails with "Script
+//! attempted to access nonexistent global variable", and `setmetatable`/`rawset` refuse the
+//! proxies. `KEYS` and `ARGV` are placed into `safe` before each run.
+//!
+//! The `redis` functions that may raise a Redis error table are written in Lua over small
+//! Rust helpers (a Rust callback can only raise Rust errors, which reach Lua as userdata);
+//! `redis.call` and `redis.pcall` go through `private.call`, which the engine points at the
+//! running script's context for the duration of each run.
+
+use mlua::{Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+
+use super::libs;
+
+/// What the engine keeps from the setup.
+pub struct Sandbox {
+    /// Tables scripts cannot reach: `private.resp`, `private.run`, `private.redis` (the
+    /// real `redis` table)...
+    pub private: Table,
+    /// The allowed globals (where KEYS and ARGV go).
+    pub safe: Table,
+    /// The environment of every script.
+    pub env: Table,
+}
+
+/// The version Redis scripts see in `redis.REDIS_VERSION` (and INFO reports).
+pub const REDIS_VERSION: &str = "7.0.15";
+const REDIS_VERSION_NUM: i64 = 0x0007_000f;
+
+/// Builds a VM with everything scripts may use.
+pub fn build(logger: fn(u8, &str)) -> mlua::Result<(Lua, Sandbox)> {
+    let lua = Lua::new_with(
+        StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+        LuaOptions::new(),
+    )?;
+    libs::register_all(&lua)?;
+    let raw = lua.create_table()?;
+    raw.raw_set("sha1hex", lua.create_function(sha1hex)?)?;
+    raw.raw_set("errmsg", lua.create_function(error_message)?)?;
+    raw.raw_set("error_text", lua.create_function(error_text_lua)?)?;
+    raw.raw_set(
+        "log",
+        lua.create_function(move |_, (level, text): (u8, mlua::LuaString)| {
+            logger(level, &text.to_string_lossy());
+            Ok(())
+        })?,
+    )?;
+    raw.raw_set("handler", lua.create_function(error_handler)?)?;
+    raw.raw_set("command_exists", lua.create_function(command_exists)?)?;
+    let prelude = lua.load(PRELUDE).set_name("=latch").into_function()?;
+    let (private, safe, env): (Table, Table, Table) =
+        prelude.call((raw, REDIS_VERSION, REDIS_VERSION_NUM))?;
+    super::engine::install_random(&lua)?;
+    Ok((lua, Sandbox { private, safe, env }))
+}
+
+/// `redis.sha1hex`: the lowercase hex SHA1 of a string.
+fn sha1hex(_: &Lua, text: mlua::LuaString) -> mlua::Result<String> {
+    Ok(sha1_hex(&text.as_bytes()))
+}
+
+pub fn sha1_hex(bytes: &[u8]) -> String {
+    sha1_smol::Sha1::from(bytes).digest().to_string()
+}
+
+/// The text of an error that reached Lua from Rust (a userdata): the message, without
+/// mlua's wrapping and traceback.
+fn error_message(lua: &Lua, value: Value) -> mlua::Result<Value> {
+    match value {
+        Value::Error(error) => Ok(Value::String(lua.create_string(plain_message(&error))?)),
+        other => Ok(other),
+    }
+}
+
+/// An error reply `redis.call` raises: Lua sees it as `{err=...}` (through the error
+/// handler, or as the message through `pcall`).
+#[derive(Debug)]
+pub struct RaisedReply(pub Vec<u8>);
+
+impl std::fmt::Display for RaisedReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(&self.0))
+    }
+}
+
+impl std::error::Error for RaisedReply {}
+
+/// The reply `redis.call` raised, if that is what this error is.
+pub fn raised_reply(error: &mlua::Error) -> Option<&RaisedReply> {
+    match error {
+        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => {
+            raised_reply(cause)
+        }
+        mlua::Error::ExternalError(inner) => inner.downcast_ref::<RaisedReply>(),
+        _ => None,
+    }
+}
+
+/// The innermost message of an mlua error.
+pub fn plain_message(error: &mlua::Error) -> String {
+    if let Some(raised) = raised_reply(error) {
+        return raised.to_string();
+    }
+    match error {
+        mlua::Error::CallbackError { cause, .. } => plain_message(cause),
+        mlua::Error::RuntimeError(message) => message.clone(),
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        mlua::Error::MemoryError(message) => message.clone(),
+        mlua::Error::WithContext { cause, .. } => plain_message(cause),
+        other => other.to_string(),
+    }
+}
+
+/// Redis' `luaPushErrorBuff`: "-CODE message" keeps its code, anything else gets "ERR";
+/// CR and LF are trimmed from both ends of the message.
+pub fn error_text(text: &[u8]) -> Vec<u8> {
+    let (code, message): (&[u8], &[u8]) = match text.strip_prefix(b"-") {
+        Some(rest) => match rest.iter().position(|&b| b == b' ') {
+            Some(space) => (&rest[..space], &rest[space + 1..]),
+            None => (b"ERR", rest),
+        },
+        None => (b"ERR", text),
+    };
+    let is_newline = |b: &u8| *b == b'\r' || *b == b'\n';
+    let start = message
+        .iter()
+        .position(|b| !is_newline(b))
+        .unwrap_or(message.len());
+    let end = message
+        .iter()
+        .rposition(|b| !is_newline(b))
+        .map_or(start, |i| i + 1);
+    let mut out = Vec::with_capacity(code.len() + 1 + end - start);
+    out.extend_from_slice(code);
+    out.push(b' ');
+    out.extend_from_slice(&message[start..end]);
+    out
+}
+
+fn error_text_lua(lua: &Lua, text: mlua::LuaString) -> mlua::Result<mlua::LuaString> {
+    lua.create_string(error_text(&text.as_bytes()))
+}
+
+/// The error handler of every run (Redis' `__redis__err__handler`): turns the error into a
+/// table `{err=..., source=..., line=...}` naming the script line it came from.
+fn error_handler(lua: &Lua, error: Value) -> mlua::Result<Table> {
+    let table = match error {
+        Value::Table(table) => table,
+        Value::Error(error) if raised_reply(&error).is_some() => {
+            let table = lua.create_table()?;
+            if let Some(raised) = raised_reply(&error) {
+                table.raw_set("err", lua.create_string(&raised.0)?)?;
+            }
+            table.raw_set("ignore_error_stats_update", true)?;
+            table
+        }
+        other => {
+            let message = match other {
+                Value::Error(error) => plain_message(&error).into_bytes(),
+                Value::String(text) => text.as_bytes().to_vec(),
+                Value::Nil => b"nil".to_vec(),
+                Value::Boolean(b) => b.to_string().into_bytes(),
+                Value::Integer(n) => n.to_string().into_bytes(),
+                Value::Number(n) => lua_number_text(n).into_bytes(),
+                other => other.type_name().as_bytes().to_vec(),
+            };
+            let table = lua.create_table()?;
+            let mut text = b"ERR ".to_vec();
+            text.extend_from_slice(&message);
+            table.raw_set("err", lua.create_string(text)?)?;
+            table
+        }
+    };
+    // The first frame that is neither C nor Latch's own Lua: the user's line.
+    for level in 1..16 {
+        let found = lua.inspect_stack(level, |debug| {
+            let source = debug.source();
+            let what = source.what;
+            let name = source.source.as_deref().unwrap_or("").to_string();
+            (what.to_string(), name, debug.current_line())
+        });
+        let Some((what, source, line)) = found else {
+            break;
+        };
+        if what == "C" || source == "=latch" {
+            continue;
+        }
+        table.raw_set("source", source)?;
+        if let Some(line) = line {
+            table.raw_set("line", line as i64)?;
+        }
+        break;
+    }
+    Ok(table)
+}
+
+/// How Lua 5.1 prints a number (`%.14g`).
+pub fn lua_number_text(n: f64) -> String {
+    if n.is_nan() {
+        return if n.is_sign_negative() { "-nan" } else { "nan" }.to_string();
+    }
+    if n.is_infinite() {
+        return if n < 0.0 { "-inf" } else { "inf" }.to_string();
+    }
+    if n == n.trunc() && n.abs() < 1e15 {
+        return format!("{}", n as i64);
+    }
+    let formatted = format!("{:.13e}", n);
+    // Reformat as %.14g: pick fixed or exponent notation the way printf does.
+    let (mantissa, exponent) = formatted.split_once('e').unwrap_or((&formatted, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if (-4..14).contains(&exponent) {
+        let decimals = (13 - exponent).max(0) as usize;
+        let text = format!("{:.*}", decimals, n);
+        trim_fraction(&text)
+    } else {
+        let mantissa = trim_fraction(mantissa);
+        format!(
+            "{}e{}{:02}",
+            mantissa,
+            if exponent < 0 { '-' } else { '+' },
+            exponent.abs()
+        )
+    }
+}
+
+fn trim_fraction(text: &str) -> String {
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text.to_string()
+    }
+}
+
+/// `redis.acl_check_cmd` needs to know whether a command exists with that many arguments.
+fn command_exists(_: &Lua, args: MultiValue) -> mlua::Result<bool> {
+    let mut words: Vec<bytes::Bytes> = Vec::new();
+    for value in args.iter() {
+        match value {
+            Value::String(text) => words.push(bytes::Bytes::copy_from_slice(&text.as_bytes())),
+            Value::Integer(n) => words.push(bytes::Bytes::from(n.to_string())),
+            Value::Number(n) => words.push(bytes::Bytes::from(lua_number_text(*n))),
+            _ => return Ok(false),
+        }
+    }
+    Ok(crate::gate::command_for_script(&words).is_ok())
+}
+
+/// The Lua side of the setup, run once per VM with the Rust helpers as arguments.
+const PRELUDE: &str = r#"
+local raw, version, version_num = ...
+local G = _G
+local type, tostring, error, select, pairs = type, tostring, error, select, pairs
+local rawget, rawset, rawequal = rawget, rawset, rawequal
+local raw_setmetatable, raw_getfenv, raw_setfenv = setmetatable, getfenv, setfenv
+local raw_pcall, raw_xpcall, raw_loadstring, raw_load = pcall, xpcall, loadstring, load
+local handler = raw.handler
+
+local private = { resp = 2, running = false }
+
+-- Read-only proxies.
+local readonly = raw_setmetatable({}, { __mode = 'k' })
+local function refuse() error('Attempt to modify a readonly table', 2) end
+local function protect(t)
+  local shown = raw_setmetatable({}, { __index = {}, __newindex = refuse, __metatable = false })
+  readonly[shown] = true
+  local proxy = raw_setmetatable({}, { __index = t, __newindex = refuse, __metatable = shown })
+  readonly[proxy] = true
+  return proxy
+end
+
+-- The redis table.
+local redis = {}
+local function raise(text) error({ err = raw.error_text(text) }) end
+local function not_running(what)
+  raise(what .. ' can only be called inside a script invocation')
+end
+-- The engine puts the running script's own call/pcall here for each run.
+redis.call = function() not_running('redis.call/pcall') end
+redis.pcall = redis.call
+private.redis = redis
+redis.sha1hex = function(...)
+  if select('#', ...) ~= 1 then raise('wrong number of arguments') end
+  return raw.sha1hex((...))
+end
+redis.error_reply = function(...)
+  local text = ...
+  if select('#', ...) ~= 1 or type(text) ~= 'string' then
+    return { err = raw.error_text('wrong number or type of arguments') }
+  end
+  if text:sub(1, 1) ~= '-' then text = '-' .. text end
+  return { err = raw.error_text(text) }
+end
+redis.status_reply = function(...)
+  local text = ...
+  if select('#', ...) ~= 1 or type(text) ~= 'string' then
+    return { err = raw.error_text('wrong number or type of arguments') }
+  end
+  return { ok = text }
+end
+redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
+redis.log = function(...)
+  local n = select('#', ...)
+  if n < 2 then raise('redis.log() requires two arguments or more.') end
+  local level = ...
+  if type(level) ~= 'number' and not (type(level) == 'string' and tonumber(level)) then
+    raise('First argument must be a number (log level).')
+  end
+  level = tonumber(level)
+  if level < 0 or level > 3 then raise('Invalid debug level.') end
+  local parts = {}
+  for i = 2, n do
+    local v = select(i, ...)
+    if type(v) == 'string' or type(v) == 'number' then parts[#parts + 1] = tostring(v) end
+  end
+  raw.log(level, table.concat(parts, ' '))
+end
+redis.setresp = function(...)
+  if not private.running then not_running('redis.setresp') end
+  if select('#', ...) ~= 1 then raise('redis.setresp() requires one argument.') end
+  local resp = tonumber((...))
+  if resp ~= 2 and resp ~= 3 then raise('RESP version must be 2 or 3.') end
+  private.resp = resp
+end
+redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
+redis.set_repl = function(...)
+  if not private.running then not_running('redis.set_repl') end
+  if select('#', ...) ~= 1 then raise('redis.set_repl() requires two arguments.') end
+  local flags = tonumber((...)) or 0
+  if flags < 0 or flags > 3 or flags ~= math.floor(flags) then
+    raise('Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.')
+  end
+  private.repl = flags
+end
+redis.replicate_commands = function() return true end
+redis.breakpoint = function() return false end
+redis.debug = function() end
+redis.acl_check_cmd = function(...)
+  if not private.running then not_running('redis.acl_check_cmd') end
+  if select('#', ...) == 0 then raise('Please specify at least one argument for this redis lib call') end
+  if not raw.command_exists(...) then raise('Invalid command passed to redis.acl_check_cmd()') end
+  return true
+end
+redis.REDIS_VERSION = version
+redis.REDIS_VERSION_NUM = version_num
+G.redis = redis
+
+-- The allowed globals.
+local safe = {}
+for _, name in pairs({ 'xpcall', 'tostring', 'getfenv', 'setmetatable', 'next', 'assert',
+    'tonumber', 'rawequal', 'collectgarbage', 'getmetatable', 'rawset', 'pcall', 'type',
+    'select', 'unpack', 'gcinfo', 'pairs', 'rawget', 'loadstring', 'ipairs', '_VERSION',
+    'setfenv', 'load', 'error', 'newproxy' }) do
+  safe[name] = G[name]
+end
+for _, name in pairs({ 'string', 'math', 'table', 'coroutine', 'cjson', 'bit', 'cmsgpack',
+    'struct', 'redis' }) do
+  if G[name] ~= nil then safe[name] = protect(G[name]) end
+end
+local env = raw_setmetatable({}, {
+  __index = safe,
+  __newindex = refuse,
+  __metatable = protect({}),
+})
+readonly[env] = true
+safe._G = env
+raw_setmetatable(safe, { __index = function(_, name)
+  error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 0)
+end })
+
+-- Builtins that could reach past the sandbox.
+safe.setmetatable = function(t, mt)
+  if readonly[t] then error('Attempt to modify a readonly table', 2) end
+  return raw_setmetatable(t, mt)
+end
+safe.rawset = function(t, k, v)
+  if readonly[t] then error('Attempt to modify a readonly table', 2) end
+  return rawset(t, k, v)
+end
+safe.getfenv = function(...)
+  local found = raw_getfenv(...)
+  if rawequal(found, G) then return env end
+  return found
+end
+safe.setfenv = function(f, t)
+  if rawequal(t, G) then t = env end
+  return raw_setfenv(f, t)
+end
+local function sandboxed(f, message)
+  if f then raw_setfenv(f, env) end
+  return f, message
+end
+safe.loadstring = function(text, name)
+  if type(text) == 'string' and text:byte(1) == 27 then return nil, 'binary chunks are not allowed' end
+  return sandboxed(raw_loadstring(text, name))
+end
+safe.load = function(reader, name)
+  local chunks = {}
+  if type(reader) == 'function' then
+    while true do
+      local piece = reader()
+      if piece == nil or piece == '' then break end
+      chunks[#chunks + 1] = piece
+    end
+    reader = table.concat(chunks)
+  end
+  return safe.loadstring(reader, name)
+end
+-- Redis' pcall: an error table caught by pcall becomes its message.
+local function settle(ok, ...)
+  if ok then return true, ... end
+  local e = ...
+  if type(e) == 'userdata' then e = raw.errmsg(e) end
+  if type(e) == 'table' then
+    local message = rawget(e, 'err')
+    if type(message) == 'string' or type(message) == 'number' then e = message end
+  end
+  return false, e
+end
+safe.pcall = function(...) return settle(raw_pcall(...)) end
+
+-- One run: the script function under the error handler.
+private.run = function(f, keys, args)
+  if keys == nil then return raw_xpcall(f, handler) end
+  return raw_xpcall(function() return f(keys, args) end, handler)
+end
+
+-- Functions: one environment for every library. While a library's top level runs its
+-- globals are only the load API; afterwards they are the same as EVAL's.
+local load_redis = {
+  log = redis.log, LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REDIS_VERSION = version, REDIS_VERSION_NUM = version_num,
+}
+load_redis.register_function = function()
+  raise('redis.register_function can only be called on FUNCTION LOAD command')
+end
+local load_api = raw_setmetatable({ redis = protect(load_redis) }, { __index = function(_, name)
+  error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 0)
+end })
+local fenv_meta = { __index = safe, __newindex = refuse, __metatable = protect({}) }
+local fenv = raw_setmetatable({}, fenv_meta)
+readonly[fenv] = true
+private.fenv, private.fenv_meta, private.load_api, private.load_redis = fenv, fenv_meta, load_api, load_redis
+private.idle_register = load_redis.register_function
+
+G.print, G.dofile, G.loadfile, G.debug = nil, nil, nil, nil
+return private, safe, env
+"#;

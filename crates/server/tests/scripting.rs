@@ -1,0 +1,430 @@
+//! EVAL, EVALSHA, SCRIPT and FUNCTION/FCALL against the real binary: replies, errors, the
+//! sandbox, atomicity under concurrent load, BUSY and SCRIPT KILL, and the `redis` crate's
+//! `Script` type (EVALSHA with the NOSCRIPT fallback).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{bulk, check, resp3, RawConn, TestServer};
+
+fn eval(conn: &mut RawConn, script: &str, args: &[&str], expected: &str) {
+    let mut words: Vec<&[u8]> = vec![b"EVAL", script.as_bytes()];
+    let numkeys = "0".to_string();
+    let mut owned = vec![numkeys];
+    owned.extend(args.iter().map(|a| a.to_string()));
+    for word in &owned {
+        words.push(word.as_bytes());
+    }
+    conn.expect(&words, expected.as_bytes());
+}
+
+#[test]
+fn conversions_between_lua_and_replies() {
+    let server = TestServer::start(&[]);
+    let mut c = server.raw();
+    eval(&mut c, "return 100.5", &[], ":100\r\n");
+    eval(&mut c, "return 'hello'", &[], &bulk("hello"));
+    eval(&mut c, "return true", &[], ":1\r\n");
+    eval(&mut c, "return false", &[], "$-1\r\n");
+    eval(&mut c, "return nil", &[], "$-1\r\n");
+    eval(&mut c, "return {1,2,nil,4}", &[], "*2\r\n:1\r\n:2\r\n");
+    eval(&mut c, "return {ok='fine'}", &[], "+fine\r\n");
+    eval(&mut c, "return {err='My Error'}", &[], "-My Error\r\n");
+    eval(
+        &mut c,
+        "return redis.error_reply('My Error')",
+        &[],
+        "-My Error\r\n",
+    );
+    eval(
+        &mut c,
+        "return redis.status_reply('FINE')",
+        &[],
+        "+FINE\r\n",
+    );
+    // A command's replies come back as Lua values: nil bulk is false, status is {ok=...}.
+    check(&mut c, "SET k v", "+OK\r\n");
+    eval(
+        &mut c,
+        "local s = redis.call('set', 'k', 'w'); local g = redis.call('get', 'nokey'); return {s['ok'], type(g)}",
+        &[],
+        &format!("*2\r\n{}{}", bulk("OK"), bulk("boolean")),
+    );
+    // RESP3 from the script side, then to a RESP3 client.
+    let mut c3 = resp3(&server);
+    check(&mut c3, "HSET h f v", ":1\r\n");
+    let script = "redis.setresp(3); return redis.call('hgetall', 'h')";
+    c3.expect(
+        &[b"EVAL", script.as_bytes(), b"0"],
+        format!("%1\r\n{}{}", bulk("f"), bulk("v")).as_bytes(),
+    );
+    c3.expect(&[b"EVAL", b"return {double=3.5}", b"0"], b",3.5\r\n");
+    c3.expect(
+        &[b"EVAL", b"redis.setresp(3); return true", b"0"],
+        b"#t\r\n",
+    );
+}
+
+#[test]
+fn errors_name_the_script_line() {
+    let server = TestServer::start(&[]);
+    let mut c = server.raw();
+    let sha = "1f71dc1cd0b838440b29a02b9ecb8480e01af28a"; // sha1("return redis.call('incr','k')")
+    check(&mut c, "SET k notanumber", "+OK\r\n");
+    eval(
+        &mut c,
+        "return redis.call('incr','k')",
+        &[],
+        &format!(
+            "-ERR value is not an integer or out of range script: {sha}, on @user_script:1.\r\n"
+        ),
+    );
+    // pcall returns the error instead of raising it.
+    eval(
+        &mut c,
+        "return redis.pcall('incr','k')",
+        &[],
+        "-ERR value is not an integer or out of range\r\n",
+    );
+    let reply = {
+        c.send(&common::encode(&[
+            b"EVAL",
+            b"return redis.call('nosuchcommand')",
+            b"0",
+        ]));
+        common::read_line(&mut c)
+    };
+    assert!(
+        reply.starts_with("-ERR Unknown Redis command called from script script: "),
+        "{reply}"
+    );
+    check(
+        &mut c,
+        "EVALSHA ffffffffffffffffffffffffffffffffffffffff 0",
+        "-NOSCRIPT No matching script. Please use EVAL.\r\n",
+    );
+    c.expect(
+        &[b"EVAL", b"return 1", b"2", b"a"],
+        b"-ERR Number of keys can't be greater than number of args\r\n",
+    );
+    c.expect(
+        &[b"EVAL", b"return 1", b"-1"],
+        b"-ERR Number of keys can't be negative\r\n",
+    );
+}
+
+#[test]
+fn the_sandbox_protects_globals_and_libraries() {
+    let server = TestServer::start(&[]);
+    let mut c = server.raw();
+    let mut expect_error = |script: &str, fragment: &str| {
+        c.send(&common::encode(&[b"EVAL", script.as_bytes(), b"0"]));
+        let line = common::read_line(&mut c);
+        assert!(
+            line.starts_with("-ERR") && line.contains(fragment),
+            "{script}: {line}"
+        );
+    };
+    expect_error("a = 10", "Attempt to modify a readonly table");
+    expect_error(
+        "return a",
+        "Script attempted to access nonexistent global variable 'a'",
+    );
+    expect_error(
+        "redis.call = function() end",
+        "Attempt to modify a readonly table",
+    );
+    expect_error("cjson.encode = 1", "Attempt to modify a readonly table");
+    expect_error("setmetatable(_G, {})", "Attempt to modify a readonly table");
+    expect_error("os.exit()", "nonexistent global variable 'os'");
+    expect_error(
+        "loadfile('/etc/passwd')",
+        "nonexistent global variable 'loadfile'",
+    );
+    expect_error(
+        "return loadstring(string.dump(function() return 1 end))()",
+        "attempt to call a nil value",
+    );
+    // The libraries Redis loads are there.
+    let mut c = server.raw();
+    eval(
+        &mut c,
+        "return cjson.encode({1,2,3})",
+        &[],
+        &bulk("[1,2,3]"),
+    );
+    eval(&mut c, "return bit.band(7, 3)", &[], ":3\r\n");
+    eval(&mut c, "return #cmsgpack.pack({1,2,3})", &[], ":4\r\n");
+    eval(
+        &mut c,
+        "return struct.unpack('<i', struct.pack('<i', 42))",
+        &[],
+        ":42\r\n",
+    );
+    eval(
+        &mut c,
+        "return redis.sha1hex('')",
+        &[],
+        &bulk("da39a3ee5e6b4b0d3255bfef95601890afd80709"),
+    );
+}
+
+#[test]
+fn keys_a_script_did_not_declare_still_work() {
+    let server = TestServer::start(&[]);
+    let mut c = server.raw();
+    eval(
+        &mut c,
+        "redis.call('set', 'undeclared', 'x'); return redis.call('get', 'undeclared')",
+        &[],
+        &bulk("x"),
+    );
+    // SELECT inside a script stays inside it.
+    eval(
+        &mut c,
+        "redis.call('select', 3); return redis.call('set', 'in3', 1)",
+        &[],
+        "+OK\r\n",
+    );
+    check(&mut c, "EXISTS in3", ":0\r\n");
+    check(&mut c, "SELECT 3", "+OK\r\n");
+    check(&mut c, "EXISTS in3", ":1\r\n");
+}
+
+#[test]
+fn read_only_scripts_refuse_writes() {
+    let server = TestServer::start(&[]);
+    let mut c = server.raw();
+    c.send(&common::encode(&[
+        b"EVAL_RO",
+        b"return redis.call('set','k','v')",
+        b"0",
+    ]));
+    let line = common::read_line(&mut c);
+    assert!(
+        line.starts_with("-ERR Write commands are not allowed from read-only scripts."),
+        "{line}"
+    );
+    c.expect(
+        &[b"EVAL_RO", b"#!lua\nreturn 1", b"0"],
+        b"-ERR Can not execute a script with write flag using *_ro command.\r\n",
+    );
+    c.expect(
+        &[b"EVAL_RO", b"#!lua flags=no-writes\nreturn 1", b"0"],
+        b":1\r\n",
+    );
+    c.expect(
+        &[b"EVAL", b"#!lua flags=bogus\nreturn 1", b"0"],
+        b"-ERR Unexpected flag in script shebang: bogus\r\n",
+    );
+}
+
+#[test]
+fn a_script_sees_one_frozen_time() {
+    let server = TestServer::start(&[]);
+    let mut c = server.raw();
+    // The key expires 1 ms after the script's "now"; the script then spins for 20 ms and
+    // still finds it, because time does not move inside a script.
+    let script = "redis.call('set', 'k', 'v', 'px', 1)
+        local t = redis.call('time')
+        local start = t[1] * 1000000 + t[2]
+        local spins = 0
+        local t0 = os_clock_free_spin
+        for i = 1, 3000000 do spins = spins + 1 end
+        return redis.call('exists', 'k')";
+    let script = script.replace("local t0 = os_clock_free_spin\n", "");
+    eval(&mut c, &script, &[], ":1\r\n");
+}
+
+#[test]
+fn scripts_and_transactions_are_atomic_under_concurrent_load() {
+    let server = TestServer::start(&[]);
+    const CLIENTS: usize = 6;
+    const ROUNDS: usize = 300;
+    let script = redis::Script::new(
+        "local v = tonumber(redis.call('get', KEYS[1]) or '0')
+         redis.call('set', KEYS[1], v + 1)
+         return v + 1",
+    );
+    let mut threads = Vec::new();
+    for kind in 0..CLIENTS {
+        let mut conn = server.client();
+        let script = script.clone();
+        threads.push(std::thread::spawn(move || {
+            for _ in 0..ROUNDS {
+                match kind % 3 {
+                    // Read-modify-write in Lua: GET then SET.
+                    0 => {
+                        let _: i64 = script.key("counter").invoke(&mut conn).unwrap();
+                    }
+                    // Optimistic transaction: WATCH, GET, MULTI/SET/EXEC, retried on abort.
+                    1 => loop {
+                        let _: () = redis::cmd("WATCH").arg("counter").query(&mut conn).unwrap();
+                        let v: Option<i64> =
+                            redis::cmd("GET").arg("counter").query(&mut conn).unwrap();
+                        let result: Option<(String,)> = redis::pipe()
+                            .atomic()
+                            .cmd("SET")
+                            .arg("counter")
+                            .arg(v.unwrap_or(0) + 1)
+                            .query(&mut conn)
+                            .unwrap();
+                        if result.is_some() {
+                            break;
+                        }
+                    },
+                    // Plain INCR from outside.
+                    _ => {
+                        let _: i64 = redis::cmd("INCR").arg("counter").query(&mut conn).unwrap();
+                    }
+                }
+            }
+        }));
+    }
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let mut conn = server.client();
+    let total: i64 = redis::cmd("GET").arg("counter").query(&mut conn).unwrap();
+    assert_eq!(total, (CLIENTS * ROUNDS) as i64);
+}
+
+#[test]
+fn redis_crate_script_falls_back_after_script_flush() {
+    let server = TestServer::start(&[]);
+    let mut conn = server.client();
+    let release = redis::Script::new(
+        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end",
+    );
+    let _: () = redis::cmd("SET")
+        .arg("lock")
+        .arg("token")
+        .query(&mut conn)
+        .unwrap();
+    let released: i64 = release.key("lock").arg("other").invoke(&mut conn).unwrap();
+    assert_eq!(released, 0);
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut conn).unwrap();
+    let exists: Vec<i64> = redis::cmd("SCRIPT")
+        .arg("EXISTS")
+        .arg(release.get_hash())
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(exists, vec![0]);
+    // invoke() tries EVALSHA, gets NOSCRIPT, loads the script and runs it.
+    let released: i64 = release.key("lock").arg("token").invoke(&mut conn).unwrap();
+    assert_eq!(released, 1);
+    let value: Option<String> = redis::cmd("GET").arg("lock").query(&mut conn).unwrap();
+    assert_eq!(value, None);
+}
+
+#[test]
+fn busy_scripts_answer_busy_and_can_be_killed() {
+    let server = TestServer::start(&["--busy-reply-threshold", "100"]);
+    let mut runner = server.raw();
+    runner.send(&common::encode(&[b"EVAL", b"while true do end", b"0"]));
+    std::thread::sleep(Duration::from_millis(300));
+    let mut other = server.raw();
+    check(
+        &mut other,
+        "PING",
+        "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n",
+    );
+    check(&mut other, "SCRIPT KILL", "+OK\r\n");
+    let line = common::read_line(&mut runner);
+    assert!(
+        line.contains("Script killed by user with SCRIPT KILL"),
+        "{line}"
+    );
+    check(&mut other, "PING", "+PONG\r\n");
+    check(
+        &mut other,
+        "SCRIPT KILL",
+        "-NOTBUSY No scripts in execution right now.\r\n",
+    );
+
+    // A command sent before the threshold waits for the script instead of failing.
+    let started = Instant::now();
+    runner.send(&common::encode(&[
+        b"EVAL",
+        b"local t = 0 for i = 1, 2000000 do t = t + 1 end return 1",
+        b"0",
+    ]));
+    check(&mut other, "SET after script", "+OK\r\n");
+    assert_eq!(common::read_line(&mut runner), ":1\r\n");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn a_script_that_wrote_cannot_be_killed_but_shutdown_nosave_works() {
+    let mut server = TestServer::start(&["--busy-reply-threshold", "100"]);
+    let mut runner = server.raw();
+    runner.send(&common::encode(&[
+        b"EVAL",
+        b"redis.call('set', 'x', 1) while true do end",
+        b"0",
+    ]));
+    std::thread::sleep(Duration::from_millis(300));
+    let mut other = server.raw();
+    let reply = {
+        other.send(&common::encode(&[b"SCRIPT", b"KILL"]));
+        common::read_line(&mut other)
+    };
+    assert!(reply.starts_with("-UNKILLABLE"), "{reply}");
+    other.send(&common::encode(&[b"SHUTDOWN", b"NOSAVE"]));
+    assert!(server.wait_exit(Duration::from_secs(10)).is_some());
+}
+
+#[test]
+fn functions_load_list_call_and_delete() {
+    let server = TestServer::start(&[]);
+    let mut c = server.raw();
+    let library = "#!lua name=mylib\nredis.register_function('hello', function(keys, args) return 'hello ' .. args[1] end)\nredis.register_function{function_name='ro', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}}";
+    c.expect(
+        &[b"FUNCTION", b"LOAD", library.as_bytes()],
+        bulk("mylib").as_bytes(),
+    );
+    c.expect(
+        &[b"FUNCTION", b"LOAD", library.as_bytes()],
+        b"-ERR Library 'mylib' already exists\r\n",
+    );
+    check(&mut c, "FCALL hello 0 world", &bulk("hello world"));
+    check(&mut c, "SET k v", "+OK\r\n");
+    check(&mut c, "FCALL_RO ro 1 k", &bulk("v"));
+    check(
+        &mut c,
+        "FCALL_RO hello 0 x",
+        "-ERR Can not execute a script with write flag using *_ro command.\r\n",
+    );
+    check(&mut c, "FCALL nosuch 0", "-ERR Function not found\r\n");
+    c.expect(
+        &[b"FUNCTION", b"LOAD", b"#!lua name=empty\nlocal x = 1"],
+        b"-ERR No functions registered\r\n",
+    );
+    // Only the load API exists while a library loads.
+    c.send(&common::encode(&[
+        b"FUNCTION",
+        b"LOAD",
+        b"#!lua name=bad\nredis.call('ping')",
+    ]));
+    let line = common::read_line(&mut c);
+    assert!(
+        line.starts_with("-ERR Error registering functions"),
+        "{line}"
+    );
+    // DUMP, FLUSH, RESTORE round trip.
+    c.send(&common::encode(&[b"FUNCTION", b"DUMP"]));
+    let header = common::read_line(&mut c);
+    let len: usize = header[1..].trim_end().parse().unwrap();
+    let payload = c.read_n(len + 2)[..len].to_vec();
+    check(&mut c, "FUNCTION FLUSH", "+OK\r\n");
+    check(&mut c, "FCALL hello 0 world", "-ERR Function not found\r\n");
+    c.expect(&[b"FUNCTION", b"RESTORE", &payload], b"+OK\r\n");
+    check(&mut c, "FCALL hello 0 again", &bulk("hello again"));
+    check(&mut c, "FUNCTION DELETE mylib", "+OK\r\n");
+    check(
+        &mut c,
+        "FUNCTION DELETE mylib",
+        "-ERR Library not found\r\n",
+    );
+}
