@@ -12,7 +12,12 @@
 //! * a table is an array when every key is a positive integer, unless it is "excessively sparse";
 //!   an empty table is the object `{}`;
 //! * `cjson.null` is a NULL light userdata, which `decode` returns for JSON `null`;
-//! * nesting limits, error messages and the character positions they report are the library's.
+//! * nesting limits, error messages and the character positions they report are the library's;
+//!   like `luaL_error`, every error is prefixed with the calling script's "chunk:line: ", and
+//!   argument errors name the function as the caller spelled it.
+//!
+//! Where the C code relies on x86-64 integer overflow (table keys beyond `INT_MAX` when telling
+//! arrays from objects, out-of-range option values), the same results are produced on purpose.
 //!
 //! Deep structures are walked with an explicit stack instead of native recursion, so a script
 //! that raises the depth limits cannot overflow the server thread's stack. The C library is also
@@ -374,18 +379,14 @@ fn enum_option(
 
 // ===== Encoding =====
 
-/// What a table encodes as, decided by one pass over its keys.
-enum Shape {
-    /// A JSON array of this many elements (`t[1]` to `t[n]`, holes become null).
-    Array(i64),
-    /// A JSON object; `nested` tells whether any value is a table.
-    Object { nested: bool },
-}
-
 /// How many levels of open containers keep their tables (and keys) as Rust references. mlua
 /// keeps every reference on an auxiliary Lua stack that is limited to 8000 slots, like any C
 /// call; deeper levels are therefore kept in a scratch Lua table instead (see `Spill`).
 const HELD_LEVELS: usize = 200;
+
+/// How many Lua references the encoder may keep in collected table entries at once (see
+/// `Encoder::analyse`), which stays well below mlua's limit of 8000.
+const COLLECT_BUDGET: usize = 2048;
 
 /// Keeps the tables and keys of deeply nested open containers inside one Lua table, so that
 /// their number does not count against mlua's reference limit. The container at depth `d`
@@ -439,18 +440,49 @@ impl<'a> Spill<'a> {
     }
 }
 
-/// A container whose encoding is in progress. `table` (and an object's `key`) is `None` when
-/// it is kept in the `Spill`.
+/// What a table encodes as, decided by one pass over its entries.
+enum Shape {
+    /// A JSON array of `len` elements (`t[1]` to `t[len]`, holes become null). `dense` holds
+    /// those elements when they could be collected during the pass.
+    Array { len: i64, dense: Option<Vec<Value>> },
+    /// A JSON object; `nested` tells whether any value is a table. `entries` holds the key and
+    /// value pairs in traversal order when they could be collected during the pass.
+    Object {
+        nested: bool,
+        entries: Option<Vec<(Value, Value)>>,
+    },
+}
+
+/// Whether a value pins a Lua reference in mlua (numbers, booleans and nil do not).
+fn holds_reference(value: &Value) -> bool {
+    !matches!(
+        value,
+        Value::Nil
+            | Value::Boolean(_)
+            | Value::Integer(_)
+            | Value::Number(_)
+            | Value::LightUserData(_)
+    )
+}
+
+/// Where the elements or entries of an open container come from: collected during the shape
+/// pass, or read from the table (the `Spill` holds the table and the current key when the
+/// frame's own fields are `None`).
 enum Frame {
     Array {
         table: Option<Table>,
+        dense: Option<std::vec::IntoIter<Value>>,
         len: i64,
         index: i64,
+        references: usize,
     },
-    /// `key` is the last key written, or nil before the first one.
     Object {
         table: Option<Table>,
+        entries: Option<std::vec::IntoIter<(Value, Value)>>,
+        /// The last key written (nil before the first) when the table is traversed with `next`.
         key: Option<Value>,
+        first: bool,
+        references: usize,
     },
 }
 
@@ -461,6 +493,12 @@ impl Frame {
         match self {
             Frame::Array { .. } => 1,
             Frame::Object { .. } => 2,
+        }
+    }
+
+    fn references(&self) -> usize {
+        match self {
+            Frame::Array { references, .. } | Frame::Object { references, .. } => *references,
         }
     }
 }
@@ -478,6 +516,8 @@ impl Encoder<'_> {
         let mut spill = Spill::new(self.lua);
         // The argument of `encode` itself occupies the first slot.
         let mut slots = 1usize;
+        // Lua references kept in collected entries of the open containers.
+        let mut collected = 0usize;
         let mut pending = Some(root);
         loop {
             if let Some(value) = pending.take() {
@@ -490,37 +530,61 @@ impl Encoder<'_> {
                                 "Cannot serialise, excessive nesting ({depth})"
                             )));
                         }
-                        let shape = self.shape(&table)?;
-                        if let Shape::Object { nested: false } = shape {
-                            self.append_flat_object(&table)?;
+                        let budget = COLLECT_BUDGET.saturating_sub(collected);
+                        let (shape, references) = self.analyse(&table, budget)?;
+                        if let Shape::Object {
+                            nested: false,
+                            entries,
+                        } = shape
+                        {
+                            match entries {
+                                Some(entries) => self.append_entries(entries)?,
+                                None => self.append_flat_object(&table)?,
+                            }
                         } else {
-                            let table = if depth <= HELD_LEVELS {
+                            // Tables whose content was collected are not needed any more.
+                            let collected_all = match &shape {
+                                Shape::Array { dense, .. } => dense.is_some(),
+                                Shape::Object { entries, .. } => entries.is_some(),
+                            };
+                            let table = if collected_all {
+                                None
+                            } else if depth <= HELD_LEVELS {
                                 Some(table)
                             } else {
                                 spill.put(Spill::table_slot(depth), table)?;
                                 None
                             };
                             let frame = match shape {
-                                Shape::Array(len) => {
+                                Shape::Array { len, dense } => {
                                     self.out.push(b'[');
                                     Frame::Array {
                                         table,
+                                        dense: dense.map(Vec::into_iter),
                                         len,
                                         index: 1,
+                                        references,
                                     }
                                 }
-                                Shape::Object { .. } => {
+                                Shape::Object { entries, .. } => {
                                     self.out.push(b'{');
-                                    let key = if table.is_some() {
+                                    let key = if table.is_some() || entries.is_some() {
                                         Some(Value::Nil)
                                     } else {
                                         spill.put(Spill::key_slot(depth), Value::Nil)?;
                                         None
                                     };
-                                    Frame::Object { table, key }
+                                    Frame::Object {
+                                        table,
+                                        entries: entries.map(Vec::into_iter),
+                                        key,
+                                        first: true,
+                                        references,
+                                    }
                                 }
                             };
                             slots += frame.slots();
+                            collected += frame.references();
                             stack.push(frame);
                         }
                     }
@@ -533,7 +597,13 @@ impl Encoder<'_> {
                 return Ok(());
             };
             let finished = match frame {
-                Frame::Array { table, len, index } => {
+                Frame::Array {
+                    table,
+                    dense,
+                    len,
+                    index,
+                    ..
+                } => {
                     if *index > *len {
                         self.out.push(b']');
                         true
@@ -542,39 +612,62 @@ impl Encoder<'_> {
                             self.out.push(b',');
                         }
                         let at = *index;
-                        pending = Some(spill.with_table(table, depth, |t| t.raw_get(at))?);
+                        let element = match dense {
+                            Some(dense) => dense.next().unwrap_or(Value::Nil),
+                            None => spill.with_table(table, depth, |t| t.raw_get(at))?,
+                        };
+                        pending = Some(element);
                         *index += 1;
                         false
                     }
                 }
-                Frame::Object { table, key } => {
-                    let previous = match key {
-                        Some(key) => std::mem::take(key),
-                        None => spill.get(Spill::key_slot(depth))?,
+                Frame::Object {
+                    table,
+                    entries,
+                    key,
+                    first,
+                    ..
+                } => {
+                    let entry = match entries {
+                        Some(entries) => entries.next(),
+                        None => {
+                            let previous = match key {
+                                Some(key) => std::mem::take(key),
+                                None => spill.get(Spill::key_slot(depth))?,
+                            };
+                            let (next_key, value): (Value, Value) =
+                                spill
+                                    .with_table(table, depth, |t| self.next.call((t, previous)))?;
+                            (!next_key.is_nil()).then_some((next_key, value))
+                        }
                     };
-                    let first = previous.is_nil();
-                    let (next_key, value): (Value, Value) =
-                        spill.with_table(table, depth, |t| self.next.call((t, previous)))?;
-                    if next_key.is_nil() {
-                        self.out.push(b'}');
-                        true
-                    } else {
-                        if !first {
-                            self.out.push(b',');
+                    match entry {
+                        None => {
+                            self.out.push(b'}');
+                            true
                         }
-                        self.append_key(&next_key)?;
-                        match key {
-                            Some(key) => *key = next_key,
-                            None => spill.put(Spill::key_slot(depth), next_key)?,
+                        Some((entry_key, value)) => {
+                            if !*first {
+                                self.out.push(b',');
+                            }
+                            *first = false;
+                            self.append_key(&entry_key)?;
+                            if entries.is_none() {
+                                match key {
+                                    Some(key) => *key = entry_key,
+                                    None => spill.put(Spill::key_slot(depth), entry_key)?,
+                                }
+                            }
+                            pending = Some(value);
+                            false
                         }
-                        pending = Some(value);
-                        false
                     }
                 }
             };
             if finished {
                 if let Some(done) = stack.pop() {
                     slots -= done.slots();
+                    collected -= done.references();
                 }
             }
         }
@@ -584,36 +677,54 @@ impl Encoder<'_> {
     /// integer keys and must not be excessively sparse (which is an error unless sparse arrays
     /// are set to be converted to objects).
     ///
+    /// The same pass collects the entries, as long as they pin no more than `budget` Lua
+    /// references, so that small tables need not be traversed again. It returns the number of
+    /// references collected.
+    ///
     /// The C code keeps the largest key and the sparseness arithmetic in `int`s; keys beyond
     /// `INT_MAX` (infinity included) overflow it. That is reproduced the way it behaves on
     /// x86-64, so such tables encode exactly as in Redis there.
-    fn shape(&self, table: &Table) -> mlua::Result<Shape> {
+    fn analyse(&self, table: &Table, budget: usize) -> mlua::Result<(Shape, usize)> {
         let mut max: i32 = 0;
         let mut items: i32 = 0;
         let mut array = true;
         let mut nested = false;
-        for pair in table.pairs::<Value, Value>() {
-            let (key, value) = pair?;
+        let mut entries = Some(Vec::new());
+        let mut references = 0usize;
+        table.for_each::<Value, Value>(|key, value| {
             nested |= matches!(value, Value::Table(_));
-            if !array {
-                continue;
-            }
-            let index = match key {
-                Value::Integer(i) => i as f64,
-                Value::Number(n) => n,
-                _ => 0.0,
-            };
-            if index >= 1.0 && index.floor() == index {
-                if index > f64::from(max) {
-                    max = double_to_c_int(index);
+            if array {
+                let index = match key {
+                    Value::Integer(i) => i as f64,
+                    Value::Number(n) => n,
+                    _ => 0.0,
+                };
+                if index >= 1.0 && index.floor() == index {
+                    if index > f64::from(max) {
+                        max = double_to_c_int(index);
+                    }
+                    items = items.wrapping_add(1);
+                } else {
+                    array = false;
                 }
-                items = items.wrapping_add(1);
-            } else {
-                array = false;
             }
+            if let Some(list) = &mut entries {
+                references +=
+                    usize::from(holds_reference(&key)) + usize::from(holds_reference(&value));
+                if references > budget {
+                    entries = None;
+                } else {
+                    list.push((key, value));
+                }
+            }
+            Ok(())
+        })?;
+        if entries.is_none() {
+            references = 0;
         }
+        let object = |entries| Ok((Shape::Object { nested, entries }, references));
         if !array {
-            return Ok(Shape::Object { nested });
+            return object(entries);
         }
         let ratio = self.cfg.sparse_ratio;
         if ratio > 0 && max > items.wrapping_mul(ratio) && max > self.cfg.sparse_safe {
@@ -622,28 +733,65 @@ impl Encoder<'_> {
                     "Cannot serialise table: excessively sparse array".to_string(),
                 ));
             }
-            return Ok(Shape::Object { nested });
+            return object(entries);
         }
-        if max > 0 {
-            Ok(Shape::Array(i64::from(max)))
-        } else {
-            Ok(Shape::Object { nested })
+        if max <= 0 {
+            return object(entries);
         }
+        let len = usize::try_from(max).unwrap_or(0);
+        // Lay the collected elements out by index, unless holes would make that wasteful.
+        let dense = entries
+            .filter(|list| len <= list.len().saturating_mul(2) + 16)
+            .map(|list| {
+                let mut dense = vec![Value::Nil; len];
+                for (key, value) in list {
+                    let index = match key {
+                        Value::Integer(i) => usize::try_from(i).unwrap_or(0),
+                        Value::Number(n) => n as usize,
+                        _ => 0,
+                    };
+                    if (1..=len).contains(&index) {
+                        dense[index - 1] = value;
+                    }
+                }
+                dense
+            });
+        let references = if dense.is_some() { references } else { 0 };
+        Ok((
+            Shape::Array {
+                len: i64::from(max),
+                dense,
+            },
+            references,
+        ))
+    }
+
+    /// Writes an object none of whose values is a table from its collected entries.
+    fn append_entries(&mut self, entries: Vec<(Value, Value)>) -> mlua::Result<()> {
+        self.out.push(b'{');
+        for (i, (key, value)) in entries.iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            self.append_key(key)?;
+            self.append_scalar(value)?;
+        }
+        self.out.push(b'}');
+        Ok(())
     }
 
     /// Writes an object none of whose values is a table in a single traversal.
     fn append_flat_object(&mut self, table: &Table) -> mlua::Result<()> {
         self.out.push(b'{');
         let mut first = true;
-        for pair in table.pairs::<Value, Value>() {
-            let (key, value) = pair?;
+        table.for_each::<Value, Value>(|key, value| {
             if !first {
                 self.out.push(b',');
             }
             first = false;
             self.append_key(&key)?;
-            self.append_scalar(&value)?;
-        }
+            self.append_scalar(&value)
+        })?;
         self.out.push(b'}');
         Ok(())
     }
@@ -761,7 +909,8 @@ fn append_string(out: &mut Vec<u8>, bytes: &[u8]) {
 /// Formats `number` like C's `printf("%.*g", precision, number)` with glibc, including "inf",
 /// "-inf", "nan", "-nan" and "-0".
 fn format_g(out: &mut Vec<u8>, number: f64, precision: usize) {
-    use std::io::Write;
+    use std::fmt::Write as _;
+    use std::io::Write as _;
 
     let precision = precision.max(1);
     if number.is_nan() {
@@ -794,30 +943,89 @@ fn format_g(out: &mut Vec<u8>, number: f64, precision: usize) {
         return;
     }
     // Rust's exponent formatting rounds exactly like glibc (to nearest, ties to even on the
-    // exact binary value), so it yields the digits and the decimal exponent %g decides on.
-    let scientific = format!("{:.*e}", precision - 1, number);
-    let Some(e_at) = scientific.find('e') else {
-        out.extend_from_slice(scientific.as_bytes());
+    // exact binary value), so it yields the significant digits and the decimal exponent that
+    // %g chooses its style by; the fixed style shows the same digits.
+    let mut scientific = FormatBuffer::default();
+    let _ = write!(scientific, "{:.*e}", precision - 1, number);
+    let Some((mantissa, exponent)) = scientific.as_str().split_once('e') else {
         return;
     };
-    let exponent: i32 = scientific[e_at + 1..].parse().unwrap_or(0);
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", mantissa),
+    };
+    let mut digits = [0u8; 24];
+    let mut count = 0;
+    for digit in mantissa.bytes().filter(u8::is_ascii_digit) {
+        if count < digits.len() {
+            digits[count] = digit;
+            count += 1;
+        }
+    }
+    // %g drops trailing zeros of the fraction; the first digit is never zero.
+    while count > 1 && digits[count - 1] == b'0' {
+        count -= 1;
+    }
+    let digits = &digits[..count];
+    out.extend_from_slice(sign.as_bytes());
     if exponent < -4 || exponent >= precision as i32 {
-        out.extend_from_slice(trim_fraction(&scientific[..e_at]).as_bytes());
-        let sign = if exponent < 0 { '-' } else { '+' };
-        let _ = write!(out, "e{sign}{:02}", exponent.unsigned_abs());
+        out.push(digits[0]);
+        if digits.len() > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&digits[1..]);
+        }
+        let exponent_sign = if exponent < 0 { '-' } else { '+' };
+        let _ = write!(out, "e{exponent_sign}{:02}", exponent.unsigned_abs());
+    } else if exponent < 0 {
+        out.extend_from_slice(b"0.");
+        for _ in 0..(-exponent - 1) {
+            out.push(b'0');
+        }
+        out.extend_from_slice(digits);
     } else {
-        let decimals = usize::try_from(precision as i32 - 1 - exponent).unwrap_or(0);
-        let fixed = format!("{number:.decimals$}");
-        out.extend_from_slice(trim_fraction(&fixed).as_bytes());
+        let integer_digits = exponent as usize + 1;
+        if digits.len() > integer_digits {
+            out.extend_from_slice(&digits[..integer_digits]);
+            out.push(b'.');
+            out.extend_from_slice(&digits[integer_digits..]);
+        } else {
+            out.extend_from_slice(digits);
+            for _ in digits.len()..integer_digits {
+                out.push(b'0');
+            }
+        }
     }
 }
 
-/// Drops trailing zeros of a fraction, and the decimal point if nothing is left after it.
-fn trim_fraction(text: &str) -> &str {
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        text
+/// A small fixed buffer for formatting one number without allocating.
+struct FormatBuffer {
+    bytes: [u8; 48],
+    len: usize,
+}
+
+impl Default for FormatBuffer {
+    fn default() -> Self {
+        FormatBuffer {
+            bytes: [0; 48],
+            len: 0,
+        }
+    }
+}
+
+impl FormatBuffer {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Write for FormatBuffer {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        let end = self.len + text.len();
+        let slot = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        slot.copy_from_slice(text.as_bytes());
+        self.len = end;
+        Ok(())
     }
 }
 
