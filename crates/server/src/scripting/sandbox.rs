@@ -200,42 +200,11 @@ fn error_handler(lua: &Lua, error: Value) -> mlua::Result<Table> {
     Ok(table)
 }
 
-/// How Lua 5.1 prints a number (`%.14g`).
+/// How Lua 5.1 prints a number (`%.14g`), with cjson's glibc-exact formatter.
 pub fn lua_number_text(n: f64) -> String {
-    if n.is_nan() {
-        return if n.is_sign_negative() { "-nan" } else { "nan" }.to_string();
-    }
-    if n.is_infinite() {
-        return if n < 0.0 { "-inf" } else { "inf" }.to_string();
-    }
-    if n == n.trunc() && n.abs() < 1e15 {
-        return format!("{}", n as i64);
-    }
-    let formatted = format!("{:.13e}", n);
-    // Reformat as %.14g: pick fixed or exponent notation the way printf does.
-    let (mantissa, exponent) = formatted.split_once('e').unwrap_or((&formatted, "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    if (-4..14).contains(&exponent) {
-        let decimals = (13 - exponent).max(0) as usize;
-        let text = format!("{:.*}", decimals, n);
-        trim_fraction(&text)
-    } else {
-        let mantissa = trim_fraction(mantissa);
-        format!(
-            "{}e{}{:02}",
-            mantissa,
-            if exponent < 0 { '-' } else { '+' },
-            exponent.abs()
-        )
-    }
-}
-
-fn trim_fraction(text: &str) -> String {
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        text.to_string()
-    }
+    let mut out = Vec::with_capacity(24);
+    super::libs::cjson::format_g(&mut out, n, 14);
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `redis.acl_check_cmd` needs to know whether a command exists with that many arguments.

@@ -908,7 +908,7 @@ fn append_string(out: &mut Vec<u8>, bytes: &[u8]) {
 
 /// Formats `number` like C's `printf("%.*g", precision, number)` with glibc, including "inf",
 /// "-inf", "nan", "-nan" and "-0".
-fn format_g(out: &mut Vec<u8>, number: f64, precision: usize) {
+pub(crate) fn format_g(out: &mut Vec<u8>, number: f64, precision: usize) {
     use std::fmt::Write as _;
     use std::io::Write as _;
 
