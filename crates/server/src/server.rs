@@ -84,16 +84,22 @@ impl Server {
     }
 }
 
-/// A wait for a shard a script holds (see `latch_keyspace::keyspace::LongWait`): on a
-/// runtime worker, tokio moves the worker's other connections to another thread first.
-fn wait_beside_runtime(wait: &mut dyn FnMut()) {
+/// Runs work that may hold this thread for long (a script, or a wait for a shard a script
+/// holds): on a runtime worker, tokio first hands the worker's queued connections (and the
+/// accept loop, if it is among them) to another thread, so none of them is stuck behind it.
+pub fn beside_runtime<R>(work: impl FnOnce() -> R) -> R {
     use tokio::runtime::{Handle, RuntimeFlavor};
     match Handle::try_current() {
         Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(wait)
+            tokio::task::block_in_place(work)
         }
-        _ => wait(),
+        _ => work(),
     }
+}
+
+/// The keyspace's `LongWait`.
+fn wait_beside_runtime(wait: &mut dyn FnMut()) {
+    beside_runtime(wait)
 }
 
 pub fn random_hex(len: usize) -> String {

@@ -330,7 +330,10 @@ impl Engine {
         let caller_deny_blocking = ctx.client.deny_blocking;
         ctx.client.deny_blocking = true;
         self.run.script_started(options.eval);
-        let outcome = self.run_protected(ctx, function, keys, args, options);
+        // A script may run for seconds: the worker's other connections move elsewhere first.
+        let outcome = crate::server::beside_runtime(|| {
+            self.run_protected(ctx, function, keys, args, options)
+        });
         self.run.script_ended();
         ctx.client.db = caller_db;
         ctx.client.deny_blocking = caller_deny_blocking;
