@@ -62,6 +62,8 @@ DEFAULT_UNITS=(
     unit/bitops
     unit/bitfield
     unit/multi
+    unit/functions
+    unit/scripting
 )
 
 # [ok] counts with: runtest --host .. --port .. --ignore-encoding
@@ -87,6 +89,8 @@ declare -A EXPECTED_OK=(
     [unit/bitops]=45
     [unit/bitfield]=16
     [unit/multi]=39
+    [unit/functions]=90
+    [unit/scripting]=188
 )
 
 RUNTEST_ARGS=(--ignore-encoding --ignore-digest --tags "-needs:debug -needs:repl")

@@ -25,6 +25,9 @@ pub struct Reply {
     out: BytesMut,
     resp: Resp,
     error_count: u64,
+    /// Where errors already counted elsewhere start in `out` (see
+    /// [`Reply::error_counted_elsewhere`]).
+    counted_elsewhere: Vec<usize>,
 }
 
 impl Reply {
@@ -34,6 +37,7 @@ impl Reply {
             out: BytesMut::new(),
             resp,
             error_count: 0,
+            counted_elsewhere: Vec::new(),
         }
     }
 
@@ -66,6 +70,20 @@ impl Reply {
         self.out.put_u8(b'-');
         self.put_line_sanitized(msg);
         self.error_count += 1;
+    }
+
+    /// An error whose error statistics were already recorded where it arose (a script
+    /// relaying the error of a command it called, as Redis' `ignore_error_stats_update`).
+    /// It still counts towards [`Reply::error_count`], which decides whether the command
+    /// failed.
+    pub fn error_counted_elsewhere(&mut self, msg: &[u8]) {
+        self.counted_elsewhere.push(self.out.len());
+        self.error(msg);
+    }
+
+    /// Takes the positions of errors written by [`Reply::error_counted_elsewhere`].
+    pub fn take_counted_elsewhere(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.counted_elsewhere)
     }
 
     /// How many error replies were written so far.

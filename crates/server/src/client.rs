@@ -38,6 +38,8 @@ pub struct Client {
     pub watches: Watches,
     /// True while EXEC runs the queued commands: blocking commands must not block then.
     pub deny_blocking: bool,
+    /// True while a script of this client runs its `redis.call`s (Redis' CLIENT_SCRIPT).
+    pub in_script: bool,
     /// The reply's error count when the last command ended, so that EXEC counts as failed
     /// only for errors of its own, not those of the commands it ran (as Redis counts).
     pub errors_mark: u64,
@@ -342,6 +344,7 @@ impl Registry {
             multi: None,
             watches: Watches::default(),
             deny_blocking: false,
+            in_script: false,
             errors_mark: 0,
             blocked: None,
             woken: Vec::new(),

@@ -318,8 +318,8 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("key-load-delay", None, o::HIDDEN, Kind::Number { min: I32_MIN, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
     opt("active-expire-effort", None, 0, Kind::Number { min: 1, max: 10, unsigned: false, format: Format::Plain }, "1", Effect::Inert),
     opt("hz", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "10", Effect::Acts),
-    opt("min-replicas-to-write", Some("min-slaves-to-write"), 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
-    opt("min-replicas-max-lag", Some("min-slaves-max-lag"), 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "10", Effect::Inert),
+    opt("min-replicas-to-write", Some("min-slaves-to-write"), 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
+    opt("min-replicas-max-lag", Some("min-slaves-max-lag"), 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "10", Effect::Acts),
     opt("watchdog-period", None, o::HIDDEN, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
     opt("shutdown-timeout", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "10", Effect::Inert),
     opt("repl-diskless-sync-max-replicas", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
@@ -336,7 +336,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("proto-max-bulk-len", None, o::DEBUG, Kind::Number { min: 1048576, max: I64_MAX, unsigned: false, format: Format::Memory }, "536870912", Effect::Acts),
     opt("stream-node-max-entries", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "100", Effect::Inert),
     opt("repl-backlog-size", None, 0, Kind::Number { min: 1, max: I64_MAX, unsigned: false, format: Format::Memory }, "1048576", Effect::Inert),
-    opt("maxmemory", None, 0, Kind::Number { min: 0, max: U64_MAX, unsigned: true, format: Format::Memory }, "0", Effect::Inert),
+    opt("maxmemory", None, 0, Kind::Number { min: 0, max: U64_MAX, unsigned: true, format: Format::Memory }, "0", Effect::Acts),
     opt("cluster-link-sendbuf-limit", None, 0, Kind::Number { min: 0, max: U64_MAX, unsigned: true, format: Format::Memory }, "0", Effect::Inert),
     opt("hash-max-listpack-entries", Some("hash-max-ziplist-entries"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "512", Effect::Inert),
     opt("set-max-intset-entries", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "512", Effect::Inert),
@@ -1511,6 +1511,9 @@ struct HotValues {
     slowlog_slower_than_us: AtomicI64,
     slowlog_max_len: AtomicUsize,
     latency_monitor_threshold_ms: AtomicU64,
+    maxmemory: AtomicU64,
+    min_replicas_to_write: AtomicU64,
+    min_replicas_max_lag: AtomicU64,
 }
 
 /// The server's options: shared, read often, changed by CONFIG SET.
@@ -1773,6 +1776,16 @@ impl Config {
             self.unsigned("latency-monitor-threshold"),
             Ordering::Relaxed,
         );
+        hot.maxmemory
+            .store(self.unsigned("maxmemory"), Ordering::Relaxed);
+        hot.min_replicas_to_write.store(
+            self.get_i64("min-replicas-to-write").max(0) as u64,
+            Ordering::Relaxed,
+        );
+        hot.min_replicas_max_lag.store(
+            self.get_i64("min-replicas-max-lag").max(0) as u64,
+            Ordering::Relaxed,
+        );
     }
 
     /// Milliseconds a script may run before others get BUSY replies.
@@ -1780,9 +1793,17 @@ impl Config {
         self.unsigned("busy-reply-threshold")
     }
 
-    /// Bytes; 0 means no limit.
+    /// `min-replicas-to-write` and `min-replicas-max-lag` (read by every write).
+    pub fn min_replicas(&self) -> (u64, u64) {
+        (
+            self.hot.min_replicas_to_write.load(Ordering::Relaxed),
+            self.hot.min_replicas_max_lag.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Bytes; 0 means no limit. Read by every command, so without a lock.
     pub fn maxmemory(&self) -> u64 {
-        self.unsigned("maxmemory")
+        self.hot.maxmemory.load(Ordering::Relaxed)
     }
 
     pub fn maxmemory_policy(&self) -> String {

@@ -90,9 +90,16 @@ fn record_errors(server: &Server, reply: &mut Reply, mark: usize, errors_before:
     if reply.error_count() == errors_before {
         return;
     }
+    let skip = reply.take_counted_elsewhere();
     // Errors are rare: scan the written bytes for top-level `-` lines.
     let written = reply.buffer()[mark..].to_vec();
+    let mut at = mark;
     for line in written.split(|&b| b == b'\n') {
+        let start = at;
+        at += line.len() + 1;
+        if skip.contains(&start) {
+            continue;
+        }
         if let Some(message) = line.strip_prefix(b"-") {
             let message = message.strip_suffix(b"\r").unwrap_or(message);
             server.stats.record_error(message);
@@ -174,6 +181,8 @@ struct Special {
     reset: usize,
     /// Commands that run at once even inside MULTI (Redis' processCommand list).
     not_queued: [usize; 6],
+    /// What a client in MULTI may still send over `maxmemory`.
+    oom_exempt_in_multi: [usize; 4],
 }
 
 fn special() -> &'static Special {
@@ -195,6 +204,7 @@ fn special() -> &'static Special {
                 id("quit"),
                 id("reset"),
             ],
+            oom_exempt_in_multi: [id("exec"), id("discard"), id("quit"), id("reset")],
         }
     })
 }
@@ -237,6 +247,17 @@ fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Byt
     }
     if !client.authenticated && !spec.has_flag(flag::NO_AUTH) {
         reject(server, client, reply, Some(command), args, err::NOAUTH);
+        return Outcome::Done;
+    }
+    if client.blocked.is_none()
+        && !server.scripting.run.is_busy()
+        && refused_for_memory(server, client, command)
+    {
+        reject(server, client, reply, Some(command), args, err::OOM);
+        return Outcome::Done;
+    }
+    if !server.enough_replicas() && writes(client, command) {
+        reject(server, client, reply, Some(command), args, err::NOREPLICAS);
         return Outcome::Done;
     }
     // A script holds the server (Redis reads no input then, until the busy threshold).
@@ -312,13 +333,52 @@ fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Byt
     Outcome::Done
 }
 
+/// A write command, or an EXEC whose transaction holds one.
+fn writes(client: &Client, command: &Command) -> bool {
+    if command.id == special().exec {
+        let table = table();
+        return client.multi.as_ref().is_some_and(|transaction| {
+            transaction
+                .queued
+                .iter()
+                .any(|entry| table.get(entry.id).spec.has_flag(flag::WRITE))
+        });
+    }
+    command.spec.has_flag(flag::WRITE)
+}
+
+/// Over `maxmemory`, Redis refuses commands that may grow memory (`denyoom`, an EXEC that
+/// holds one) and, inside MULTI, anything but EXEC, DISCARD, QUIT and RESET: a queue can
+/// grow without bound.
+fn refused_for_memory(server: &Server, client: &Client, command: &Command) -> bool {
+    if server.config.maxmemory() == 0 {
+        return false;
+    }
+    let special = special();
+    let grows = if command.id == special.exec {
+        client.multi.as_ref().is_some_and(|transaction| {
+            let table = table();
+            transaction
+                .queued
+                .iter()
+                .any(|entry| table.get(entry.id).spec.has_flag(flag::DENYOOM))
+        })
+    } else {
+        command.spec.has_flag(flag::DENYOOM)
+            || (client.multi.is_some() && !special.oom_exempt_in_multi.contains(&command.id))
+    };
+    grows && server.out_of_memory()
+}
+
 /// The right to run scripts, held from before the shards are locked until after they are
 /// released; given back when dropped, even if the command panics.
 struct Claim<'s>(&'s Server);
 
 impl<'s> Claim<'s> {
     fn take(server: &'s Server) -> Option<Claim<'s>> {
-        server.scripting.try_claim().then_some(Claim(server))
+        // Lazily: a `Claim` built for a failed attempt would release the holder's claim
+        // when dropped.
+        server.scripting.try_claim().then(|| Claim(server))
     }
 }
 
@@ -535,7 +595,7 @@ pub fn script_call(
     ctx: &mut Ctx<'_, '_>,
     args: &[Bytes],
     resp: u8,
-    read_only: bool,
+    rules: crate::scripting::engine::CallRules,
     run: &crate::scripting::RunState,
 ) -> Result<latch_protocol::Frame, Vec<u8>> {
     let server = ctx.server;
@@ -561,10 +621,25 @@ pub fn script_call(
             b"This Redis command is not allowed from script",
         );
     }
-    if read_only && spec.flags & (flag::WRITE | flag::MAY_REPLICATE) != 0 {
+    if rules.read_only && spec.flags & (flag::WRITE | flag::MAY_REPLICATE) != 0 {
         return refuse(
             Some(command),
             b"Write commands are not allowed from read-only scripts.",
+        );
+    }
+    if spec.has_flag(flag::WRITE) && !server.enough_replicas() {
+        return refuse(
+            Some(command),
+            b"-NOREPLICAS Not enough good replicas to write.",
+        );
+    }
+    // Over maxmemory when the script started: its first write that may grow memory is
+    // refused (a later one must run, or the script would stop half done).
+    if rules.deny_oom && !run.wrote() && spec.has_flag(flag::DENYOOM) {
+        // With its own code: the script's error reads "OOM ...", not "ERR OOM ...".
+        return refuse(
+            Some(command),
+            b"-OOM command not allowed when used memory > 'maxmemory'.",
         );
     }
     if spec.has_flag(flag::WRITE) {
@@ -849,4 +924,23 @@ fn feed_monitors(server: &Server, client: &Client, args: &[Bytes]) {
     }
     line.push_str("\r\n");
     let _ = server.monitor_feed.send(Bytes::from(line));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_claim_leaves_the_holders_claim_alone() {
+        let server = Server::new(crate::config::Config::default());
+        let held = Claim::take(&server).expect("the first claim succeeds");
+        assert!(Claim::take(&server).is_none(), "a second claim fails");
+        assert!(
+            server.scripting.run.is_running(),
+            "the failed attempt gave back the holder's claim"
+        );
+        drop(held);
+        assert!(!server.scripting.run.is_running());
+        assert!(Claim::take(&server).is_some());
+    }
 }

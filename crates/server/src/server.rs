@@ -40,6 +40,26 @@ pub struct Server {
 }
 
 impl Server {
+    /// Over `maxmemory` (when one is set): commands that may grow memory get OOM. Latch
+    /// evicts nothing yet, so every policy behaves as `noeviction`.
+    pub fn out_of_memory(&self) -> bool {
+        let limit = self.config.maxmemory();
+        limit != 0 && crate::commands::info::used_memory_recent() > limit
+    }
+
+    /// Whether writes may go ahead under `min-replicas-to-write`. Latch has no replicas
+    /// yet, so any such minimum refuses writes, as Redis does without enough of them.
+    pub fn enough_replicas(&self) -> bool {
+        let (to_write, max_lag) = self.config.min_replicas();
+        let good_replicas = self.good_replicas();
+        to_write == 0 || max_lag == 0 || good_replicas >= to_write
+    }
+
+    /// Replicas that acknowledged within `min-replicas-max-lag`: none until replication.
+    fn good_replicas(&self) -> u64 {
+        0
+    }
+
     pub fn new(config: Config) -> Server {
         let databases = config.databases();
         let threads = std::thread::available_parallelism()
@@ -95,6 +115,15 @@ pub fn beside_runtime<R>(work: impl FnOnce() -> R) -> R {
         }
         _ => work(),
     }
+}
+
+/// For work already under way on a runtime worker that turns out to be long (a script past
+/// its first hook tick): the worker's core, with its queued connections, moves to another
+/// thread, and this thread finishes the work on its own. `block_in_place` hands the core
+/// to a fresh thread and takes it back when its closure returns if that thread has not
+/// picked it up yet, so the closure gives it a moment to.
+pub fn step_aside_from_runtime() {
+    beside_runtime(|| std::thread::sleep(std::time::Duration::from_millis(1)));
 }
 
 /// The keyspace's `LongWait`.

@@ -24,6 +24,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     commands::databases::COMMANDS,
     commands::server::COMMANDS,
     commands::config::COMMANDS,
+    commands::cluster::COMMANDS,
     commands::info::COMMANDS,
     commands::command::COMMANDS,
     commands::debug::COMMANDS,

@@ -428,3 +428,47 @@ fn functions_load_list_call_and_delete() {
         "-ERR Library not found\r\n",
     );
 }
+
+#[test]
+fn script_only_rules_xread_block_sort_and_the_cache_count() {
+    let server = TestServer::start(&[]);
+    let mut c = server.raw();
+    // BLOCK is refused outright inside a script, under the name the script used.
+    eval(
+        &mut c,
+        "return redis.pcall('xread','BLOCK',0,'STREAMS','s','$')",
+        &[],
+        "-ERR xread command is not allowed with BLOCK option from scripts\r\n",
+    );
+    // SORT BY a constant sorts a set for a script, whatever the table's order.
+    check(&mut c, "SADD myset c a b", ":3\r\n");
+    eval(
+        &mut c,
+        "return redis.call('sort','myset','by','_')",
+        &[],
+        &common::bulks(&["a", "b", "c"]),
+    );
+    // `flags=` alone declares no flags.
+    eval(&mut c, "#!lua flags=\nreturn 7", &[], ":7\r\n");
+    // INFO counts the cached scripts; SCRIPT FLUSH empties the cache and resets the VM.
+    let mut conn = server.client();
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut conn).unwrap();
+    for i in 0..5 {
+        let _: String = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(format!("return {i}"))
+            .query(&mut conn)
+            .unwrap();
+    }
+    let memory: String = redis::cmd("INFO").arg("memory").query(&mut conn).unwrap();
+    assert!(
+        memory.contains("number_of_cached_scripts:5\r\n"),
+        "{memory}"
+    );
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut conn).unwrap();
+    let memory: String = redis::cmd("INFO").arg("memory").query(&mut conn).unwrap();
+    assert!(
+        memory.contains("number_of_cached_scripts:0\r\n"),
+        "{memory}"
+    );
+}

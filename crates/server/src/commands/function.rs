@@ -231,7 +231,7 @@ fn fcall_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], read_only: bool) {
     let server = ctx.server;
     let known = server
         .scripting
-        .with_engine(|engine| engine.functions.function(&args[1]).is_some());
+        .with_function_engine(|engine| engine.functions.function(&args[1]).is_some());
     if !known {
         ctx.reply.error(b"ERR Function not found");
         return;
@@ -247,7 +247,7 @@ fn fcall_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], read_only: bool) {
         String::from_utf8_lossy(&args[1]).into_owned(),
         args.to_vec(),
     ));
-    server.scripting.with_engine(|engine| {
+    server.scripting.with_function_engine(|engine| {
         engine.fcall(ctx, &args[1], read_only, keys, function_args);
     });
     *server.scripting.run.function.lock() = None;
@@ -256,7 +256,7 @@ fn fcall_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], read_only: bool) {
 /// Keeps the counts FUNCTION STATS reads (without the claim) up to date.
 fn publish_counts(ctx: &Ctx<'_, '_>) {
     let server = ctx.server;
-    let (libraries, functions) = server.scripting.with_engine(|engine| {
+    let (libraries, functions) = server.scripting.with_function_engine(|engine| {
         (
             engine.functions.libraries.len(),
             engine.functions.function_count(),
@@ -290,7 +290,7 @@ fn function_load(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let server = ctx.server;
     let loaded = server
         .scripting
-        .with_engine(|engine| engine.load_library(&args[at], replace));
+        .with_function_engine(|engine| engine.load_library(&args[at], replace));
     match loaded {
         Ok(name) => ctx.reply.bulk(name.as_bytes()),
         Err(message) => ctx.reply.error(&message),
@@ -302,7 +302,7 @@ fn function_delete(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let server = ctx.server;
     if server
         .scripting
-        .with_engine(|engine| engine.functions.delete(&args[2]))
+        .with_function_engine(|engine| engine.functions.delete(&args[2]))
     {
         ctx.reply.ok();
     } else {
@@ -323,7 +323,7 @@ fn function_flush(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let server = ctx.server;
     server
         .scripting
-        .with_engine(|engine| engine.functions.flush());
+        .with_function_engine(|engine| engine.functions.flush());
     publish_counts(ctx);
     ctx.reply.ok();
 }
@@ -354,7 +354,7 @@ fn function_list(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     let server = ctx.server;
     let reply = &mut *ctx.reply;
-    server.scripting.with_engine(|engine| {
+    server.scripting.with_function_engine(|engine| {
         let libraries: Vec<&functions::Library> = engine
             .functions
             .libraries
@@ -402,7 +402,7 @@ fn function_dump(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
     let server = ctx.server;
     let payload = server
         .scripting
-        .with_engine(|engine| functions::dump(&engine.functions));
+        .with_function_engine(|engine| functions::dump(&engine.functions));
     ctx.reply.bulk(&payload);
 }
 
@@ -438,7 +438,7 @@ fn function_restore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let server = ctx.server;
     let outcome = server
         .scripting
-        .with_engine(|engine| -> Result<(), Vec<u8>> {
+        .with_function_engine(|engine| -> Result<(), Vec<u8>> {
             // Load into a fresh set first: nothing changes unless every library loads.
             let saved = std::mem::take(&mut engine.functions);
             let mut loaded = Vec::new();

@@ -274,6 +274,25 @@ pub fn memory_figures() -> MemoryFigures {
     }
 }
 
+/// The process's resident memory, as `used_memory` reports it, read from /proc at most
+/// every `MEMORY_READ_EVERY_MS`: the maxmemory check runs on every command while a limit is
+/// set, and a fresh reading costs a file read.
+pub fn used_memory_recent() -> u64 {
+    const MEMORY_READ_EVERY_MS: u64 = 10;
+    static READ_AT_MS: AtomicU64 = AtomicU64::new(0);
+    static VALUE: AtomicU64 = AtomicU64::new(0);
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let now_ms = START.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1;
+    let read_at = READ_AT_MS.load(Ordering::Relaxed);
+    if read_at == 0 || now_ms.saturating_sub(read_at) >= MEMORY_READ_EVERY_MS {
+        let used = memory_figures().used_bytes;
+        VALUE.store(used, Ordering::Relaxed);
+        READ_AT_MS.store(now_ms, Ordering::Relaxed);
+        return used;
+    }
+    VALUE.load(Ordering::Relaxed)
+}
+
 /// Bytes as Redis' INFO shows them for humans: `967.43K`, `6.67M`, `512B`.
 pub fn bytes_to_human(n: u64) -> String {
     const UNITS: &[(u64, &str)] = &[
@@ -331,19 +350,39 @@ fn memory_section(server: &Server, out: &mut String) {
         "total_system_memory_human",
         bytes_to_human(memory.total_system_bytes),
     );
-    field(out, "used_memory_lua", 0);
-    field(out, "used_memory_vm_eval", 0);
-    field(out, "used_memory_lua_human", "0B");
-    field(out, "used_memory_scripts_eval", 0);
-    field(out, "number_of_cached_scripts", 0);
-    field(out, "number_of_functions", 0);
-    field(out, "number_of_libraries", 0);
-    field(out, "used_memory_vm_functions", 0);
-    field(out, "used_memory_vm_total", 0);
-    field(out, "used_memory_vm_total_human", "0B");
+    let run = &server.scripting.run;
+    let vm = run.vm_bytes.load(Ordering::Relaxed) as u64;
+    let functions_vm = run.functions_vm_bytes.load(Ordering::Relaxed) as u64;
+    let scripts = run.cached_scripts_bytes.load(Ordering::Relaxed) as u64;
+    field(out, "used_memory_lua", vm);
+    field(out, "used_memory_vm_eval", vm);
+    field(out, "used_memory_lua_human", bytes_to_human(vm));
+    field(out, "used_memory_scripts_eval", scripts);
+    field(
+        out,
+        "number_of_cached_scripts",
+        run.cached_scripts.load(Ordering::Relaxed),
+    );
+    field(
+        out,
+        "number_of_functions",
+        run.function_count.load(Ordering::Relaxed),
+    );
+    field(
+        out,
+        "number_of_libraries",
+        run.library_count.load(Ordering::Relaxed),
+    );
+    field(out, "used_memory_vm_functions", functions_vm);
+    field(out, "used_memory_vm_total", vm + functions_vm);
+    field(
+        out,
+        "used_memory_vm_total_human",
+        bytes_to_human(vm + functions_vm),
+    );
     field(out, "used_memory_functions", 0);
-    field(out, "used_memory_scripts", 0);
-    field(out, "used_memory_scripts_human", "0B");
+    field(out, "used_memory_scripts", scripts);
+    field(out, "used_memory_scripts_human", bytes_to_human(scripts));
     field(out, "maxmemory", maxmemory);
     field(out, "maxmemory_human", bytes_to_human(maxmemory));
     field(out, "maxmemory_policy", policy);

@@ -7,6 +7,7 @@
 
 pub mod bitmap;
 pub mod client;
+pub mod cluster;
 pub mod command;
 pub mod config;
 pub mod connection;
@@ -66,6 +67,8 @@ pub mod err {
     pub const SAME_OBJECT: &[u8] = b"ERR source and destination objects are the same";
     pub const INVALID_CURSOR: &[u8] = b"ERR invalid cursor";
     pub const NOAUTH: &[u8] = b"NOAUTH Authentication required.";
+    pub const OOM: &[u8] = b"OOM command not allowed when used memory > 'maxmemory'.";
+    pub const NOREPLICAS: &[u8] = b"NOREPLICAS Not enough good replicas to write.";
     pub const NOT_POSITIVE: &[u8] = b"ERR value is out of range, must be positive";
 }
 

@@ -279,9 +279,12 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], readonly: bool) {
             return;
         }
     };
-    // A set has no order of its own: when the result is stored, sort it anyway so that the
-    // stored list does not depend on table layout.
-    if options.dont_sort && matches!(kind, Kind::Set) && options.store.is_some() {
+    // A set has no order of its own: when the result is stored, or read by a script, sort it
+    // anyway so that what is kept or acted on does not depend on table layout.
+    if options.dont_sort
+        && matches!(kind, Kind::Set)
+        && (options.store.is_some() || ctx.client.in_script)
+    {
         options.dont_sort = false;
         options.alpha = true;
         options.by = None;

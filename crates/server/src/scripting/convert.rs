@@ -170,8 +170,12 @@ fn field(table: &Table, name: &str) -> Value {
 fn write_table(table: &Table, reply: &mut Reply, script_resp: u8, depth: usize) {
     if let Value::String(_) = field(table, "err") {
         let info = error_info(table);
-        let message = info.message.unwrap_or_default();
-        reply.error(&one_line(&message));
+        let message = one_line(&info.message.unwrap_or_default());
+        if info.ignore_stats {
+            reply.error_counted_elsewhere(&message);
+        } else {
+            reply.error(&message);
+        }
         return;
     }
     if let Value::String(text) = field(table, "ok") {

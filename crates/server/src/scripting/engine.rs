@@ -4,6 +4,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -83,6 +84,10 @@ pub fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), Vec<u8>> {
             message.extend_from_slice(part);
             return Err(message);
         };
+        // `flags=` alone declares no flags (an empty name inside a list is still an error).
+        if list.is_empty() {
+            continue;
+        }
         for name in list.split(|&b| b == b',') {
             if !flags.set(name) {
                 let mut message = b"ERR Unexpected flag in script shebang: ".to_vec();
@@ -101,17 +106,37 @@ pub struct Script {
     function: Function,
 }
 
+/// What `redis.call` refuses during one run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CallRules {
+    /// Write commands (EVAL_RO, `no-writes`).
+    pub read_only: bool,
+    /// The first `denyoom` command: the server was over maxmemory when the script started
+    /// and the script did not declare `allow-oom`.
+    pub deny_oom: bool,
+}
+
 /// How one run goes.
 pub struct RunOptions<'a> {
     /// Refuse write commands (EVAL_RO, `no-writes`).
     pub read_only: bool,
+    /// `allow-oom` was declared (a shebang or a function's flags).
+    pub allow_oom: bool,
     /// EVAL (KEYS and ARGV as globals) rather than FCALL (passed as arguments).
     pub eval: bool,
     /// The name errors mention: the SHA1 for EVAL, the function name for FCALL.
     pub name: &'a str,
 }
 
+/// Which of the two VMs an engine is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VmRole {
+    Eval,
+    Functions,
+}
+
 pub struct Engine {
+    role: VmRole,
     lua: Lua,
     sandbox: Sandbox,
     /// The real `redis` table (scripts see a read-only proxy).
@@ -123,12 +148,14 @@ pub struct Engine {
     pub scripts_bytes: usize,
     run: Arc<RunState>,
     runs: u32,
+    /// Lua's `collectgarbage`, for the periodic step (mlua only offers a zero-size step).
+    collect: Option<Function>,
     pub functions: Functions,
     load_api: LoadApi,
 }
 
 impl Engine {
-    pub fn new(run: Arc<RunState>) -> Engine {
+    pub fn new(run: Arc<RunState>, role: VmRole) -> Engine {
         let (lua, sandbox) = match sandbox::build(log_from_script) {
             Ok(built) => built,
             Err(error) => panic!("the Lua VM could not be set up: {error}"),
@@ -155,7 +182,16 @@ impl Engine {
             Ok(api) => api,
             Err(error) => panic!("the Lua VM could not be set up: {error}"),
         };
+        let collect = sandbox.safe.raw_get::<Function>("collectgarbage").ok();
+        // The sandbox makes our VM's live set about twice Redis' (its read-only proxies are
+        // Lua): a new collection cycle starts as soon as one ends, so that garbage stays
+        // within one live set rather than Lua's default of two.
+        if let Some(collect) = &collect {
+            let _ = collect.call::<f64>(("setpause", 100));
+        }
         Engine {
+            role,
+            collect,
             functions: Functions::default(),
             load_api,
             lua,
@@ -215,18 +251,28 @@ impl Engine {
                 function,
             },
         );
+        self.publish_sizes();
         Ok(sha)
+    }
+
+    /// Copies the cache's and the VM's sizes where INFO reads them.
+    pub fn publish_sizes(&self) {
+        let run = &self.run;
+        if self.role == VmRole::Functions {
+            run.functions_vm_bytes
+                .store(self.lua.used_memory(), Ordering::Relaxed);
+            return;
+        }
+        run.cached_scripts
+            .store(self.scripts.len(), Ordering::Relaxed);
+        run.cached_scripts_bytes
+            .store(self.scripts_bytes, Ordering::Relaxed);
+        run.vm_bytes
+            .store(self.lua.used_memory(), Ordering::Relaxed);
     }
 
     pub fn script(&self, sha: &str) -> Option<&Script> {
         self.scripts.get(sha)
-    }
-
-    /// SCRIPT FLUSH: forgets every EVAL script (functions stay).
-    pub fn flush_scripts(&mut self) {
-        self.scripts.clear();
-        self.scripts_bytes = 0;
-        let _ = self.lua.gc_collect();
     }
 
     /// FUNCTION LOAD.
@@ -261,8 +307,13 @@ impl Engine {
                 .error(b"ERR Can not execute a script with write flag using *_ro command.");
             return;
         }
+        if let Some(message) = refused_by_state(ctx, &flags) {
+            ctx.reply.error(message);
+            return;
+        }
         let options = RunOptions {
             read_only: read_only_command || flags.no_writes,
+            allow_oom: flags.allow_oom,
             eval: false,
             name: &function_name,
         };
@@ -307,9 +358,14 @@ impl Engine {
                 .error(b"ERR Can not execute a script with write flag using *_ro command.");
             return;
         }
+        if let Some(message) = refused_by_state(ctx, &flags) {
+            ctx.reply.error(message);
+            return;
+        }
         let read_only = read_only_command || (!flags.compat && flags.no_writes);
         let options = RunOptions {
             read_only,
+            allow_oom: !flags.compat && flags.allow_oom,
             eval: true,
             name: &sha,
         };
@@ -329,14 +385,16 @@ impl Engine {
         let caller_db = ctx.client.db;
         let caller_deny_blocking = ctx.client.deny_blocking;
         ctx.client.deny_blocking = true;
+        ctx.client.in_script = true;
         self.run.script_started(options.eval);
-        // A script may run for seconds: the worker's other connections move elsewhere first.
-        let outcome = crate::server::beside_runtime(|| {
-            self.run_protected(ctx, function, keys, args, options)
-        });
+        // Inline: most scripts take microseconds. One that runs on moves off the runtime's
+        // worker from its hook (see `check_run`).
+        let outcome = self.run_protected(ctx, function, keys, args, options);
         self.run.script_ended();
+        self.publish_sizes();
         ctx.client.db = caller_db;
         ctx.client.deny_blocking = caller_deny_blocking;
+        ctx.client.in_script = false;
         match outcome {
             Ok((values, resp)) => self.reply_with(ctx, values, resp, options.name),
             Err(error) => {
@@ -352,7 +410,12 @@ impl Engine {
         self.runs += 1;
         if self.runs >= GC_PERIOD {
             self.runs = 0;
-            let _ = self.lua.gc_step();
+            // As Redis does: a step worth GC_PERIOD kilobytes every GC_PERIOD runs keeps
+            // the garbage of short scripts from piling up between full cycles.
+            let _ = match &self.collect {
+                Some(collect) => collect.call::<()>(("step", GC_PERIOD)),
+                None => self.lua.gc_step().map(|_| ()),
+            };
         }
     }
 
@@ -376,14 +439,21 @@ impl Engine {
         private.raw_set("resp", 2)?;
         private.raw_set("running", true)?;
         let threshold_ms = ctx.server.config.busy_reply_threshold_ms();
-        if threshold_ms > 0 {
-            let run = self.run.clone();
-            lua.set_hook(
-                HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-                move |lua, _| check_run(lua, &run, threshold_ms),
-            )?;
-        }
-        let read_only = options.read_only;
+        let run = self.run.clone();
+        let stepped_aside = std::sync::atomic::AtomicBool::new(false);
+        lua.set_hook(
+            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+            move |lua, _| {
+                if !stepped_aside.swap(true, Ordering::Relaxed) {
+                    crate::server::step_aside_from_runtime();
+                }
+                check_run(lua, &run, threshold_ms)
+            },
+        )?;
+        let rules = CallRules {
+            read_only: options.read_only,
+            deny_oom: !options.allow_oom && ctx.server.out_of_memory(),
+        };
         let run_state = self.run.clone();
         let cell = RefCell::new(ctx);
         let command = |lua: &Lua, words: MultiValue| -> mlua::Result<(bool, Value)> {
@@ -391,7 +461,7 @@ impl Engine {
                 .try_borrow_mut()
                 .map_err(|_| mlua::Error::RuntimeError("recursive redis.call".into()))?;
             let resp: u8 = private.raw_get("resp").unwrap_or(2);
-            script_command(lua, &mut ctx, resp, words, read_only, &run_state)
+            script_command(lua, &mut ctx, resp, words, rules, &run_state)
         };
         let result = lua.scope(|scope| {
             // Rust functions, not Lua wrappers: a `return redis.call(...)` must keep the
@@ -443,6 +513,7 @@ impl Engine {
         match value {
             Value::Table(table) => {
                 let info = error_info(&table);
+                let counted = info.ignore_stats;
                 let mut text = info
                     .message
                     .unwrap_or_else(|| b"ERR unknown error".to_vec());
@@ -457,7 +528,11 @@ impl Engine {
                     .into_iter()
                     .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b })
                     .collect();
-                ctx.reply.error(&text);
+                if counted {
+                    ctx.reply.error_counted_elsewhere(&text);
+                } else {
+                    ctx.reply.error(&text);
+                }
             }
             other => {
                 let message = match other {
@@ -492,7 +567,7 @@ fn string_array(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
 /// The count hook: marks the script busy past the threshold, stops it when killed. Once
 /// killed it fires on every line, so that a `pcall` cannot swallow the kill for long.
 fn check_run(lua: &Lua, run: &RunState, threshold_ms: u64) -> mlua::Result<VmState> {
-    if !run.is_busy() && run.elapsed_ms() >= threshold_ms {
+    if threshold_ms > 0 && !run.is_busy() && run.elapsed_ms() >= threshold_ms {
         tracing::warn!(
             elapsed_ms = run.elapsed_ms(),
             "slow script detected: still running; it can be stopped with {}",
@@ -518,6 +593,18 @@ fn check_run(lua: &Lua, run: &RunState, threshold_ms: u64) -> mlua::Result<VmSta
     Ok(VmState::Continue)
 }
 
+/// A script whose flags say it may write does not start without the replicas
+/// `min-replicas-to-write` asks for, nor over maxmemory unless it declares `allow-oom`
+/// (Redis derives the EVAL's `write` and `denyoom` from the flags and refuses it first).
+fn refused_by_state(ctx: &Ctx<'_, '_>, flags: &ScriptFlags) -> Option<&'static [u8]> {
+    let may_write = !flags.compat && !flags.no_writes;
+    if may_write && !ctx.server.enough_replicas() {
+        return Some(crate::commands::err::NOREPLICAS);
+    }
+    let may_grow = may_write && !flags.allow_oom;
+    (may_grow && ctx.server.out_of_memory()).then_some(crate::commands::err::OOM)
+}
+
 /// `redis.call` / `redis.pcall` for the running script: `(true, reply)`, or `(false,
 /// error table)` (the Lua side raises it for `call`).
 fn script_command(
@@ -525,16 +612,21 @@ fn script_command(
     ctx: &mut Ctx<'_, '_>,
     resp: u8,
     words: MultiValue,
-    read_only: bool,
+    rules: CallRules,
     run: &RunState,
 ) -> mlua::Result<(bool, Value)> {
-    // Refusals read like Redis' `luaPushError`: "ERR " and the text.
-    let fail = |message: &[u8]| -> mlua::Result<(bool, Value)> {
+    // Refusals read like Redis' `luaPushError`: "ERR " and the text. Those of the
+    // gatekeeper were counted in the error statistics already; the script's reply must
+    // not count them again.
+    let refusal = |message: &[u8], counted: bool| -> mlua::Result<(bool, Value)> {
         let table = lua.create_table()?;
         table.raw_set("err", lua.create_string(sandbox::error_text(message))?)?;
-        table.raw_set("ignore_error_stats_update", true)?;
+        if counted {
+            table.raw_set("ignore_error_stats_update", true)?;
+        }
         Ok((false, Value::Table(table)))
     };
+    let fail = |message: &[u8]| refusal(message, false);
     if words.is_empty() {
         return fail(b"Please specify at least one argument for this redis lib call");
     }
@@ -549,7 +641,7 @@ fn script_command(
             }
         }
     }
-    match crate::gate::script_call(ctx, &args, resp, read_only, run) {
+    match crate::gate::script_call(ctx, &args, resp, rules, run) {
         Ok(frame) => {
             let is_error = matches!(
                 frame,
@@ -558,7 +650,7 @@ fn script_command(
             let value = frame_to_lua(lua, &frame, resp)?;
             Ok((!is_error, value))
         }
-        Err(message) => fail(&message),
+        Err(message) => refusal(&message, true),
     }
 }
 

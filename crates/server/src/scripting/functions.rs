@@ -338,7 +338,8 @@ fn read_registration(args: MultiValue) -> Result<FunctionInfo, String> {
         _ => return Err("wrong number of arguments to redis.register_function".into()),
     };
     if !valid_name(&name) {
-        return Err("Function names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
+        // Redis 7.0 words this error for libraries, function names included.
+        return Err("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
     }
     Ok(FunctionInfo {
         name: String::from_utf8_lossy(&name).into_owned(),

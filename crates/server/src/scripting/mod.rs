@@ -24,7 +24,7 @@ use std::time::Instant;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
-pub use engine::Engine;
+pub use engine::{Engine, VmRole};
 
 /// The run state other threads read while a script runs: whether one does, whether it
 /// passed the busy threshold, and what SCRIPT KILL may do to it.
@@ -50,6 +50,11 @@ pub struct RunState {
     /// Library and function counts, for FUNCTION STATS (read without the claim).
     pub library_count: std::sync::atomic::AtomicUsize,
     pub function_count: std::sync::atomic::AtomicUsize,
+    /// EVAL's script cache and the VM's size, for INFO memory (read without the claim).
+    pub cached_scripts: std::sync::atomic::AtomicUsize,
+    pub cached_scripts_bytes: std::sync::atomic::AtomicUsize,
+    pub vm_bytes: std::sync::atomic::AtomicUsize,
+    pub functions_vm_bytes: std::sync::atomic::AtomicUsize,
 }
 
 impl RunState {
@@ -67,6 +72,10 @@ impl RunState {
             function: Mutex::new(None),
             library_count: Default::default(),
             function_count: Default::default(),
+            cached_scripts: Default::default(),
+            cached_scripts_bytes: Default::default(),
+            vm_bytes: Default::default(),
+            functions_vm_bytes: Default::default(),
         }
     }
 
@@ -135,8 +144,10 @@ impl RunState {
 /// The scripting state of the server.
 pub struct Scripting {
     pub run: Arc<RunState>,
-    /// The VM and the script cache; locked only by the holder of the claim.
-    engine: Mutex<Option<Engine>>,
+    /// EVAL's VM and script cache, and the functions' VM (two VMs, as in Redis: neither
+    /// sees the other's globals or garbage). Locked only by the holder of the claim.
+    eval: Mutex<Option<Engine>>,
+    functions: Mutex<Option<Engine>>,
 }
 
 impl Default for Scripting {
@@ -149,7 +160,8 @@ impl Scripting {
     pub fn new() -> Scripting {
         Scripting {
             run: Arc::new(RunState::new()),
-            engine: Mutex::new(None),
+            eval: Mutex::new(None),
+            functions: Mutex::new(None),
         }
     }
 
@@ -176,20 +188,29 @@ impl Scripting {
         self.run.changes.subscribe()
     }
 
-    /// Runs `f` with the VM, creating it on first use. The caller holds the claim, so the
-    /// lock is never contended.
+    /// Runs `f` with EVAL's VM, creating it on first use. The caller holds the claim, so
+    /// the lock is never contended.
     pub fn with_engine<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
         debug_assert!(self.run.is_running(), "the VM is used without the claim");
-        let mut slot = self.engine.lock();
-        let engine = slot.get_or_insert_with(|| Engine::new(self.run.clone()));
+        let mut slot = self.eval.lock();
+        let engine = slot.get_or_insert_with(|| Engine::new(self.run.clone(), VmRole::Eval));
         f(engine)
     }
 
-    /// SCRIPT FLUSH: an empty script cache (the caller holds the claim).
+    /// Runs `f` with the functions' VM (FUNCTION, FCALL), creating it on first use.
+    pub fn with_function_engine<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
+        debug_assert!(self.run.is_running(), "the VM is used without the claim");
+        let mut slot = self.functions.lock();
+        let engine = slot.get_or_insert_with(|| Engine::new(self.run.clone(), VmRole::Functions));
+        f(engine)
+    }
+
+    /// SCRIPT FLUSH: as in Redis, a fresh EVAL VM, which drops every cached script and
+    /// whatever scripts left in Lua (the caller holds the claim).
     pub fn flush_scripts(&self) {
-        if let Some(engine) = self.engine.lock().as_mut() {
-            engine.flush_scripts();
-        }
+        let engine = Engine::new(self.run.clone(), VmRole::Eval);
+        engine.publish_sizes();
+        *self.eval.lock() = Some(engine);
     }
 }
 

@@ -409,9 +409,12 @@ local load_redis = {
 load_redis.register_function = function()
   raise('redis.register_function can only be called on FUNCTION LOAD command')
 end
-local load_api = raw_setmetatable({ redis = protect(load_redis) }, { __index = function(_, name)
+-- A name the load API lacks (globals, or redis.call and the like) is an error, as in Redis.
+local function missing(_, name)
   error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 0)
-end })
+end
+raw_setmetatable(load_redis, { __index = missing })
+local load_api = raw_setmetatable({ redis = protect(load_redis) }, { __index = missing })
 local fenv_meta = { __index = safe, __newindex = refuse, __metatable = protect({}) }
 local fenv = raw_setmetatable({}, fenv_meta)
 readonly[fenv] = true

@@ -72,7 +72,13 @@ impl TestServer {
                 .args(["--enable-debug-command", "yes"])
                 .args(extra)
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
+                // The server's own log stays in its directory: a test that sees the
+                // connection drop can be explained from it.
+                .stderr(
+                    std::fs::File::create(dir.join("stderr.log"))
+                        .map(Stdio::from)
+                        .unwrap_or_else(|_| Stdio::null()),
+                )
                 .spawn()
                 .expect("start latch-server");
             let mut server = TestServer { port, child, dir };
@@ -141,6 +147,14 @@ impl TestServer {
 
 impl Drop for TestServer {
     fn drop(&mut self) {
+        // A server that died under a test is the failure to explain: show its log.
+        // So is a panic in one of its connection tasks.
+        let log = std::fs::read_to_string(self.dir.join("stderr.log")).unwrap_or_default();
+        if let Ok(Some(status)) = self.child.try_wait() {
+            eprintln!("latch-server exited early ({status}); its log:\n{log}");
+        } else if log.contains("panicked") {
+            eprintln!("latch-server panicked; its log:\n{log}");
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);

@@ -134,6 +134,13 @@ fn parse_read<'a>(
         let more = args.len() - i - 1;
         let opt = &args[i];
         if is(opt, "BLOCK") && more > 0 {
+            if ctx.client.in_script {
+                // Redis refuses it outright rather than answering as a timeout would.
+                let mut message = format!("ERR {}", String::from_utf8_lossy(&args[0]));
+                message.push_str(" command is not allowed with BLOCK option from scripts");
+                ctx.reply.error(message.as_bytes());
+                return None;
+            }
             i += 1;
             // Milliseconds, as Redis' getTimeoutFromObjectOrReply reads them.
             match parse_i64(&args[i]) {
