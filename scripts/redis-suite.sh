@@ -359,8 +359,11 @@ for unit in "${units[@]}"; do
     fi
     log "running $unit (port $server_port, timeout ${unit_timeout}s)"
     rc=0
+    # runtest listens for its test clients just below --baseport (21111 by default): a
+    # base of our own per unit lets two runs share a machine without a port clash.
+    base_port=$((16000 + (RANDOM % 200) * 64))
     (cd "$tests_dir" && TERM=dumb exec timeout --kill-after=10 "$unit_timeout" \
-        ./runtest --host 127.0.0.1 --port "$server_port" "${RUNTEST_ARGS[@]}" \
+        ./runtest --host 127.0.0.1 --port "$server_port" --baseport "$base_port" "${RUNTEST_ARGS[@]}" \
         "${extra_runtest_args[@]}" --single "$unit") </dev/null >"$out" 2>&1 || rc=$?
     server_alive=1
     kill -0 "$server_pid" 2>/dev/null || server_alive=0

@@ -29,6 +29,8 @@ pub struct Client {
     pub id: u64,
     pub db: usize,
     pub authenticated: bool,
+    /// Whose permissions apply (see `acl`); `default` until AUTH says otherwise.
+    pub user: Arc<crate::acl::User>,
     pub reply_mode: ReplyMode,
     pub close_after_reply: bool,
     pub shared: Arc<ClientShared>,
@@ -176,6 +178,8 @@ pub struct ClientShared {
     /// CLIENT UNBLOCK's request: 0 none, 1 timeout, 2 error; `unblock_signal` tells.
     unblock_reason: AtomicU8,
     pub unblock_signal: Notify,
+    /// The user this connection is logged in as (CLIENT LIST `user=`, CLIENT KILL USER).
+    pub user: Mutex<Arc<crate::acl::User>>,
 }
 
 impl ClientShared {
@@ -250,7 +254,7 @@ impl ClientShared {
         };
         let qbuf = self.query_buffer.load(Ordering::Relaxed);
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -268,6 +272,7 @@ impl ClientShared {
                 0 => "NULL",
                 id => crate::table::table().get(id - 1).full_name.as_str(),
             },
+            self.user.lock().name,
             self.resp.load(Ordering::Relaxed),
             text(&self.lib_name),
             text(&self.lib_ver),
@@ -305,6 +310,7 @@ impl Registry {
         laddr: String,
         fd: i64,
         unix: bool,
+        user: Arc<crate::acl::User>,
         authenticated: bool,
     ) -> Client {
         let id = self.next_id();
@@ -332,12 +338,14 @@ impl Registry {
             blocked: AtomicBool::new(false),
             unblock_reason: AtomicU8::new(0),
             unblock_signal: Notify::new(),
+            user: Mutex::new(user.clone()),
         });
         self.clients.lock().insert(id, shared.clone());
         Client {
             id,
             db: 0,
             authenticated,
+            user,
             reply_mode: ReplyMode::On,
             close_after_reply: false,
             shared,

@@ -249,6 +249,18 @@ fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Byt
         reject(server, client, reply, Some(command), args, err::NOAUTH);
         return Outcome::Done;
     }
+    if let Some(denied) = client.user.check(command, args) {
+        let message = format!("NOPERM {}", denied.reason(command));
+        reject(
+            server,
+            client,
+            reply,
+            Some(command),
+            args,
+            message.as_bytes(),
+        );
+        return Outcome::Done;
+    }
     if client.blocked.is_none()
         && !server.scripting.run.is_busy()
         && refused_for_memory(server, client, command)
@@ -620,6 +632,10 @@ pub fn script_call(
             Some(command),
             b"This Redis command is not allowed from script",
         );
+    }
+    if let Some(denied) = ctx.client.user.check(command, args) {
+        let message = format!("The user executing the script {}", denied.short_reason());
+        return refuse(Some(command), message.as_bytes());
     }
     if rules.read_only && spec.flags & (flag::WRITE | flag::MAY_REPLICATE) != 0 {
         return refuse(

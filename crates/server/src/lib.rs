@@ -10,6 +10,7 @@
 //! - [`stats`]: counters for INFO, and the slow log.
 //! - [`net`]: listeners, the connection loop, and background work.
 
+pub mod acl;
 pub mod client;
 pub mod commands;
 pub mod config;

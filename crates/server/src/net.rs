@@ -221,8 +221,11 @@ async fn connection<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let authenticated = server.config.requirepass().is_none();
-    let mut client = server.clients.connect(addr, laddr, fd, unix, authenticated);
+    let user = server.acl.default_user();
+    let authenticated = user.logs_in_without_password();
+    let mut client = server
+        .clients
+        .connect(addr, laddr, fd, unix, user, authenticated);
     let id = client.id;
     debug!(id, "client connected");
     let (mut reader, mut writer) = tokio::io::split(stream);

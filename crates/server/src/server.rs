@@ -37,6 +37,8 @@ pub struct Server {
     pub last_save_unix_s: AtomicU64,
     /// The Lua VM, the script cache and the state of the running script.
     pub scripting: Scripting,
+    /// Users and their permissions.
+    pub acl: crate::acl::Acl,
 }
 
 impl Server {
@@ -61,6 +63,7 @@ impl Server {
     }
 
     pub fn new(config: Config) -> Server {
+        let acl = crate::acl::Acl::new(config.requirepass().as_deref());
         let databases = config.databases();
         let threads = std::thread::available_parallelism()
             .map(|n| n.get())
@@ -86,6 +89,7 @@ impl Server {
             shutdown: Notify::new(),
             last_save_unix_s: AtomicU64::new(now.wall_s() as u64),
             scripting: Scripting::new(),
+            acl,
         }
     }
 
@@ -118,12 +122,14 @@ pub fn beside_runtime<R>(work: impl FnOnce() -> R) -> R {
 }
 
 /// For work already under way on a runtime worker that turns out to be long (a script past
-/// its first hook tick): the worker's core, with its queued connections, moves to another
-/// thread, and this thread finishes the work on its own. `block_in_place` hands the core
-/// to a fresh thread and takes it back when its closure returns if that thread has not
-/// picked it up yet, so the closure gives it a moment to.
-pub fn step_aside_from_runtime() {
-    beside_runtime(|| std::thread::sleep(std::time::Duration::from_millis(1)));
+/// its first hook tick). Tokio's I/O driver is polled by a worker that parks; the one
+/// running the script may have been that worker, and an idle peer parked on a condvar is
+/// only woken when there are tasks to run. An empty task gives it one: it wakes, steals
+/// what is queued here, and parks again on the driver, so connections keep being served.
+pub fn wake_a_peer_worker() {
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        drop(handle.spawn(async {}));
+    }
 }
 
 /// The keyspace's `LongWait`.

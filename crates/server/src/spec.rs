@@ -509,6 +509,16 @@ pub fn key_positions(
     out: &mut Vec<usize>,
 ) -> Result<(), KeysError> {
     out.clear();
+    visit_keys(spec, args, |at, _| out.push(at))
+}
+
+/// Like [`key_positions`], with each key's spec flags (RO, RW, access, insert...), which
+/// ACL key patterns (`%R~`, `%W~`) are checked against.
+pub fn visit_keys(
+    spec: &CommandSpec,
+    args: &[Bytes],
+    mut visit: impl FnMut(usize, u16),
+) -> Result<(), KeysError> {
     let argc = args.len() as i64;
     for ks in spec.key_specs {
         if ks.flags & keyflag::NOT_KEY != 0 {
@@ -564,7 +574,7 @@ pub fn key_positions(
                 let step = key_step.max(1) as i64;
                 let mut i = begin;
                 while i <= last && i < argc {
-                    out.push(i as usize);
+                    visit(i as usize, ks.flags);
                     i += step;
                 }
                 if last >= argc {
@@ -597,7 +607,7 @@ pub fn key_positions(
                 }
                 let mut i = first;
                 for _ in 0..numkeys {
-                    out.push(i as usize);
+                    visit(i as usize, ks.flags);
                     i += step;
                 }
             }

@@ -10,6 +10,7 @@ use crate::spec::CommandSpec;
 /// Every family's entries. Adding a family means adding it here, and nowhere else.
 const FAMILIES: &[&[CommandSpec]] = &[
     commands::connection::COMMANDS,
+    commands::acl::COMMANDS,
     commands::client::COMMANDS,
     commands::string::COMMANDS,
     commands::bitmap::COMMANDS,

@@ -465,6 +465,7 @@ fn client_list(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 fn client_kill(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let mut addr: Option<&[u8]> = None;
     let mut laddr: Option<&[u8]> = None;
+    let mut user: Option<&[u8]> = None;
     let mut kind = None;
     let mut id = None;
     let mut skip_me = true;
@@ -503,12 +504,17 @@ fn client_kill(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             } else if is(option, "LADDR") {
                 laddr = Some(value);
             } else if is(option, "USER") {
-                // Only the default user exists until ACLs do.
-                if &value[..] != b"default" {
+                if ctx
+                    .server
+                    .acl
+                    .get(&String::from_utf8_lossy(value))
+                    .is_none()
+                {
                     let message = format!("ERR No such user '{}'", String::from_utf8_lossy(value));
                     ctx.reply.error(message.as_bytes());
                     return;
                 }
+                user = Some(value);
             } else if is(option, "SKIPME") {
                 if is(value, "YES") {
                     skip_me = true;
@@ -533,6 +539,7 @@ fn client_kill(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             || laddr.is_some_and(|a| a != client.laddr.as_bytes())
             || kind.is_some_and(|k| client_type_of(&client) != k)
             || id.is_some_and(|wanted| wanted != client.id)
+            || user.is_some_and(|u| u != client.user.lock().name.as_bytes())
             || (client.id == me && skip_me)
         {
             continue;

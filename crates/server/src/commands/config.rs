@@ -110,7 +110,16 @@ fn config_set(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let config = &ctx.server.config;
     let protected_allowed = config.protected_configs_allowed(client_is_local(ctx));
     match config.set(&pairs, protected_allowed) {
-        Ok(()) => ctx.reply.ok(),
+        Ok(()) => {
+            if pairs
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case(b"requirepass"))
+            {
+                let password = config.requirepass();
+                ctx.server.acl.set_default_password(password.as_deref());
+            }
+            ctx.reply.ok()
+        }
         Err(error) => ctx.reply.error(error.message().as_bytes()),
     }
 }

@@ -177,25 +177,19 @@ pub fn set_client_name(ctx: &mut Ctx<'_, '_>, name: &Bytes) -> bool {
     true
 }
 
-/// Compares without an early exit, so the time taken does not reveal the matching prefix.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    let mut difference = a.len() ^ b.len();
-    for (i, &byte) in a.iter().enumerate() {
-        difference |= (byte ^ b.get(i).copied().unwrap_or(0)) as usize;
-    }
-    difference == 0
-}
-
-/// Checks credentials against the only user there is (until ACLs exist): `default`, whose
-/// password is `requirepass` (any password when none is configured).
-fn check_credentials(ctx: &Ctx<'_, '_>, user: &[u8], password: &[u8]) -> bool {
-    if user != b"default" {
+/// Logs the connection in as `user` if it exists, is on and the password matches
+/// (any password for a `nopass` user). False otherwise, changing nothing.
+fn log_in(ctx: &mut Ctx<'_, '_>, user: &[u8], password: &[u8]) -> bool {
+    let Some(found) = ctx.server.acl.get(&String::from_utf8_lossy(user)) else {
+        return false;
+    };
+    if !found.is_enabled() || !found.password_matches(password) {
         return false;
     }
-    match ctx.server.config.requirepass() {
-        None => true,
-        Some(expected) => same_secret(&expected, password),
-    }
+    ctx.client.authenticated = true;
+    *ctx.client.shared.user.lock() = found.clone();
+    ctx.client.user = found;
+    true
 }
 
 fn hello(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
@@ -217,11 +211,10 @@ fn hello(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     while next < args.len() {
         let more = args.len() - 1 - next;
         if is(&args[next], "AUTH") && more >= 2 {
-            if !check_credentials(ctx, &args[next + 1], &args[next + 2]) {
+            if !log_in(ctx, &args[next + 1], &args[next + 2]) {
                 ctx.reply.error(WRONGPASS);
                 return;
             }
-            ctx.client.authenticated = true;
             next += 3;
         } else if is(&args[next], "SETNAME") && more >= 1 {
             if !set_client_name(ctx, &args[next + 1]) {
@@ -274,7 +267,7 @@ fn auth(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         return;
     }
     let (user, password): (&[u8], &[u8]) = if args.len() == 2 {
-        if ctx.server.config.requirepass().is_none() {
+        if ctx.server.acl.default_user().logs_in_without_password() {
             ctx.reply.error(AUTH_WITHOUT_PASSWORD);
             return;
         }
@@ -282,8 +275,7 @@ fn auth(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     } else {
         (&args[1], &args[2])
     };
-    if check_credentials(ctx, user, password) {
-        ctx.client.authenticated = true;
+    if log_in(ctx, user, password) {
         ctx.reply.ok();
     } else {
         ctx.reply.error(WRONGPASS);
@@ -302,7 +294,10 @@ fn reset(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
     shared.db.store(0, Ordering::Relaxed);
     ctx.reply.set_resp(Resp::V2);
     shared.resp.store(2, Ordering::Relaxed);
-    ctx.client.authenticated = ctx.server.config.requirepass().is_none();
+    let default = ctx.server.acl.default_user();
+    ctx.client.authenticated = default.logs_in_without_password();
+    *shared.user.lock() = default.clone();
+    ctx.client.user = default;
     *shared.name.lock() = None;
     ctx.client.reply_mode = ReplyMode::On;
     shared.no_evict.store(false, Ordering::Relaxed);

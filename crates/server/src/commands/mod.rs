@@ -5,6 +5,7 @@
 //! A handler gets a [`Ctx`] (the server, the calling client, the reply being written, and
 //! the keyspace view holding the shards the gatekeeper locked) and the arguments.
 
+pub mod acl;
 pub mod bitmap;
 pub mod client;
 pub mod cluster;

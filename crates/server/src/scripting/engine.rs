@@ -387,8 +387,8 @@ impl Engine {
         ctx.client.deny_blocking = true;
         ctx.client.in_script = true;
         self.run.script_started(options.eval);
-        // Inline: most scripts take microseconds. One that runs on moves off the runtime's
-        // worker from its hook (see `check_run`).
+        // Inline: most scripts take microseconds. For one that runs on, the hook's first
+        // tick wakes a peer worker to serve the other connections meanwhile.
         let outcome = self.run_protected(ctx, function, keys, args, options);
         self.run.script_ended();
         self.publish_sizes();
@@ -445,7 +445,7 @@ impl Engine {
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             move |lua, _| {
                 if !stepped_aside.swap(true, Ordering::Relaxed) {
-                    crate::server::step_aside_from_runtime();
+                    crate::server::wake_a_peer_worker();
                 }
                 check_run(lua, &run, threshold_ms)
             },
@@ -479,8 +479,22 @@ impl Engine {
             })?;
             let pcall =
                 scope.create_function(|lua, words: MultiValue| Ok(command(lua, words)?.1))?;
+            // redis.acl_check_cmd: whether the script's user may run a command (nil when
+            // there is no such command).
+            let acl_check = scope.create_function(|_, words: MultiValue| {
+                let ctx = cell
+                    .try_borrow()
+                    .map_err(|_| mlua::Error::RuntimeError("recursive redis call".into()))?;
+                let Ok(args) = words_to_args(&words) else {
+                    return Ok(None);
+                };
+                Ok(crate::gate::command_for_script(&args)
+                    .ok()
+                    .map(|command| ctx.client.user.check(command, &args).is_none()))
+            })?;
             self.redis.raw_set("call", call)?;
             self.redis.raw_set("pcall", pcall)?;
+            private.raw_set("acl_check", acl_check)?;
             let runner: Function = private.raw_get("run")?;
             let outcome = if options.eval {
                 runner.call::<MultiValue>(function.clone())
@@ -488,6 +502,7 @@ impl Engine {
                 runner.call::<MultiValue>((function.clone(), keys_table, args_table))
             };
             self.redis.raw_set("call", self.idle_call.clone())?;
+            private.raw_set("acl_check", Value::Nil)?;
             self.redis.raw_set("pcall", self.idle_call.clone())?;
             outcome
         });
@@ -627,20 +642,10 @@ fn script_command(
         Ok((false, Value::Table(table)))
     };
     let fail = |message: &[u8]| refusal(message, false);
-    if words.is_empty() {
-        return fail(b"Please specify at least one argument for this redis lib call");
-    }
-    let mut args = Vec::with_capacity(words.len());
-    for word in words.iter() {
-        match word {
-            Value::String(text) => args.push(Bytes::copy_from_slice(&text.as_bytes())),
-            Value::Integer(n) => args.push(number_arg(*n as f64)),
-            Value::Number(n) => args.push(number_arg(*n)),
-            _ => {
-                return fail(b"Lua redis lib command arguments must be strings or integers");
-            }
-        }
-    }
+    let args = match words_to_args(&words) {
+        Ok(args) => args,
+        Err(message) => return fail(message),
+    };
     match crate::gate::script_call(ctx, &args, resp, rules, run) {
         Ok(frame) => {
             let is_error = matches!(
@@ -652,6 +657,23 @@ fn script_command(
         }
         Err(message) => refusal(&message, true),
     }
+}
+
+/// A `redis.call` argument list as command arguments, or Redis' complaint about it.
+fn words_to_args(words: &MultiValue) -> Result<Vec<Bytes>, &'static [u8]> {
+    if words.is_empty() {
+        return Err(b"Please specify at least one argument for this redis lib call");
+    }
+    let mut args = Vec::with_capacity(words.len());
+    for word in words.iter() {
+        match word {
+            Value::String(text) => args.push(Bytes::copy_from_slice(&text.as_bytes())),
+            Value::Integer(n) => args.push(number_arg(*n as f64)),
+            Value::Number(n) => args.push(number_arg(*n)),
+            _ => return Err(b"Lua redis lib command arguments must be strings or integers"),
+        }
+    }
+    Ok(args)
 }
 
 /// A number argument as Redis passes it to a command (`%.17g`, not Lua's `%.14g`).

@@ -14,7 +14,7 @@
 //! `redis.call` and `redis.pcall` go through `private.call`, which the engine points at the
 //! running script's context for the duration of each run.
 
-use mlua::{Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use mlua::{Lua, LuaOptions, StdLib, Table, Value};
 
 use super::libs;
 
@@ -52,7 +52,6 @@ pub fn build(logger: fn(u8, &str)) -> mlua::Result<(Lua, Sandbox)> {
         })?,
     )?;
     raw.raw_set("handler", lua.create_function(error_handler)?)?;
-    raw.raw_set("command_exists", lua.create_function(command_exists)?)?;
     let prelude = lua.load(PRELUDE).set_name("=latch").into_function()?;
     let (private, safe, env): (Table, Table, Table) =
         prelude.call((raw, REDIS_VERSION, REDIS_VERSION_NUM))?;
@@ -207,20 +206,6 @@ pub fn lua_number_text(n: f64) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// `redis.acl_check_cmd` needs to know whether a command exists with that many arguments.
-fn command_exists(_: &Lua, args: MultiValue) -> mlua::Result<bool> {
-    let mut words: Vec<bytes::Bytes> = Vec::new();
-    for value in args.iter() {
-        match value {
-            Value::String(text) => words.push(bytes::Bytes::copy_from_slice(&text.as_bytes())),
-            Value::Integer(n) => words.push(bytes::Bytes::from(n.to_string())),
-            Value::Number(n) => words.push(bytes::Bytes::from(lua_number_text(*n))),
-            _ => return Ok(false),
-        }
-    }
-    Ok(crate::gate::command_for_script(&words).is_ok())
-}
-
 /// The Lua side of the setup, run once per VM with the Rust helpers as arguments.
 const PRELUDE: &str = r#"
 local raw, version, version_num = ...
@@ -313,8 +298,9 @@ redis.debug = function() end
 redis.acl_check_cmd = function(...)
   if not private.running then not_running('redis.acl_check_cmd') end
   if select('#', ...) == 0 then raise('Please specify at least one argument for this redis lib call') end
-  if not raw.command_exists(...) then raise('Invalid command passed to redis.acl_check_cmd()') end
-  return true
+  local allowed = private.acl_check(...)
+  if allowed == nil then raise('Invalid command passed to redis.acl_check_cmd()') end
+  return allowed
 end
 redis.REDIS_VERSION = version
 redis.REDIS_VERSION_NUM = version_num
