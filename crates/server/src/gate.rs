@@ -30,7 +30,7 @@ use latch_protocol::Reply;
 use crate::client::{BlockRequest, Client, Queued, ReplyMode, Waiter};
 use crate::commands::{arity_error, err, Ctx};
 use crate::server::Server;
-use crate::spec::{flag, key_positions, LockPlan};
+use crate::spec::{flag, key_positions, CommandSpec, LockPlan};
 use crate::stats::{slowlog_args, SlowEntry};
 use crate::table::{table, Command};
 
@@ -348,15 +348,21 @@ fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Byt
 /// A write command, or an EXEC whose transaction holds one.
 fn writes(client: &Client, command: &Command) -> bool {
     if command.id == special().exec {
-        let table = table();
-        return client.multi.as_ref().is_some_and(|transaction| {
-            transaction
-                .queued
-                .iter()
-                .any(|entry| table.get(entry.id).spec.has_flag(flag::WRITE))
-        });
+        return queue_has(client, |spec| spec.has_flag(flag::WRITE));
     }
     command.spec.has_flag(flag::WRITE)
+}
+
+/// Whether the client's MULTI queue holds a command whose spec passes `test` (what Redis
+/// folds into the transaction's flags for EXEC's checks).
+fn queue_has(client: &Client, test: impl Fn(&CommandSpec) -> bool) -> bool {
+    let table = table();
+    client.multi.as_ref().is_some_and(|transaction| {
+        transaction
+            .queued
+            .iter()
+            .any(|entry| test(table.get(entry.id).spec))
+    })
 }
 
 /// Over `maxmemory`, Redis refuses commands that may grow memory (`denyoom`, an EXEC that
@@ -368,13 +374,7 @@ fn refused_for_memory(server: &Server, client: &Client, command: &Command) -> bo
     }
     let special = special();
     let grows = if command.id == special.exec {
-        client.multi.as_ref().is_some_and(|transaction| {
-            let table = table();
-            transaction
-                .queued
-                .iter()
-                .any(|entry| table.get(entry.id).spec.has_flag(flag::DENYOOM))
-        })
+        queue_has(client, |spec| spec.has_flag(flag::DENYOOM))
     } else {
         command.spec.has_flag(flag::DENYOOM)
             || (client.multi.is_some() && !special.oom_exempt_in_multi.contains(&command.id))
@@ -406,14 +406,7 @@ fn needs_claim(command: &Command, client: &Client) -> bool {
     if uses_engine(command.spec.lock) {
         return true;
     }
-    command.id == special().exec
-        && client.multi.as_ref().is_some_and(|transaction| {
-            let table = table();
-            transaction
-                .queued
-                .iter()
-                .any(|entry| uses_engine(table.get(entry.id).spec.lock))
-        })
+    command.id == special().exec && queue_has(client, |spec| uses_engine(spec.lock))
 }
 
 fn uses_engine(plan: LockPlan) -> bool {
