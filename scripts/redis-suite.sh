@@ -64,6 +64,7 @@ DEFAULT_UNITS=(
     unit/multi
     unit/functions
     unit/scripting
+    unit/dump
 )
 
 # [ok] counts with: runtest --host .. --port .. --ignore-encoding
@@ -91,6 +92,7 @@ declare -A EXPECTED_OK=(
     [unit/multi]=39
     [unit/functions]=90
     [unit/scripting]=188
+    [unit/dump]=11
 )
 
 RUNTEST_ARGS=(--ignore-encoding --ignore-digest --tags "-needs:debug -needs:repl")

@@ -17,6 +17,11 @@ pub struct Now {
     pub mono_ms: u64,
     /// Unix time in milliseconds, as the wall clock says.
     pub wall_ms: i64,
+    /// Set while the server loads its data (AOF replay): nothing expires then, as in
+    /// Redis, so that replaying a command against a key that was live when the command
+    /// first ran gives the same result. Keys that expired before are deleted by their own
+    /// logged `DEL`.
+    pub loading: bool,
 }
 
 impl Now {
@@ -57,7 +62,11 @@ impl Clock {
             .map(|d| d.as_millis() as i64)
             .unwrap_or(0)
             + self.wall_offset_ms.load(Ordering::Relaxed);
-        Now { mono_ms, wall_ms }
+        Now {
+            mono_ms,
+            wall_ms,
+            loading: false,
+        }
     }
 
     /// Moves both clocks forward (time passing), as tests do instead of sleeping.
@@ -128,7 +137,7 @@ impl Deadline {
 
     /// Redis semantics: a key is expired once now is strictly past its deadline.
     pub fn is_passed(self, now: Now) -> bool {
-        self.remaining_ms(now) < 0
+        !now.loading && self.remaining_ms(now) < 0
     }
 }
 
@@ -171,17 +180,20 @@ mod tests {
         let now = Now {
             mono_ms: 100,
             wall_ms: 1_000_000,
+            loading: false,
         };
         let d = Deadline::after(now, 500).unwrap();
         assert_eq!(d.unix_ms(now), 1_000_500);
         assert_eq!(d.remaining_ms(now), 500);
         assert!(!d.is_passed(Now {
             mono_ms: 600,
-            wall_ms: 0
+            wall_ms: 0,
+            loading: false,
         }));
         assert!(d.is_passed(Now {
             mono_ms: 601,
-            wall_ms: 0
+            wall_ms: 0,
+            loading: false,
         }));
     }
 }

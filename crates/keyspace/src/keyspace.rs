@@ -31,6 +31,38 @@ pub struct Shard {
     /// Clients blocked (BLPOP & co) on keys of this shard, per key in the order they
     /// blocked. Writers look here only when it is non-empty.
     blocked: HashMap<Box<[u8]>, Vec<BlockedOn>>,
+    /// A snapshot cut that has not copied this shard yet: whoever locks the shard next
+    /// copies it first (see [`Snapshot`]).
+    snapshot: Option<Arc<Snapshot>>,
+}
+
+/// A point-in-time copy of the whole keyspace, taken without stopping it: the cut
+/// ([`Locked::cut_snapshot`], under every shard lock) only marks each shard; the first
+/// lock of a marked shard afterwards, by a command or by the snapshot's reader, copies
+/// that shard's tables before anything can change them. A command therefore waits for at
+/// most one shard's copy, and the copy is exactly the state at the cut.
+#[derive(Debug)]
+pub struct Snapshot {
+    copies: Box<[Mutex<Option<ShardCopy>>]>,
+    /// The time of the cut: what deadlines are converted against.
+    pub now: Now,
+    /// Keys and keys with a deadline per database at the cut (RDB's RESIZEDB hints).
+    pub sizes: Vec<(usize, usize)>,
+    /// The change counter at the cut: a save makes the changes up to here durable.
+    pub dirty: u64,
+}
+
+/// One shard's tables (every database) as a snapshot copied them.
+pub type ShardCopy = Box<[Table]>;
+
+/// Keys removed by expiry, as `(db, key)`.
+pub type RemovedKeys = [(usize, Box<[u8]>)];
+
+/// Copies a shard marked by a snapshot cut, and clears the mark.
+fn copy_for_snapshot(shard: &mut Shard, index: usize) {
+    if let Some(snapshot) = shard.snapshot.take() {
+        *snapshot.copies[index].lock() = Some(shard.dbs.clone());
+    }
 }
 
 /// A client blocked until a key can serve it (BLPOP, BZPOPMIN...). The keyspace holds only
@@ -171,6 +203,8 @@ pub struct Keyspace {
     exclusive: AtomicBool,
     /// How to wait for a shard an exclusive view holds; see [`LongWait`].
     long_wait: OnceLock<LongWait>,
+    /// Set while the server loads its data: views get a `now` under which nothing expires.
+    loading: AtomicBool,
 }
 
 /// Runs a wait that may last as long as a script does. A server on an async runtime hands
@@ -202,6 +236,12 @@ pub struct Locked<'a> {
     pub woken: Vec<Woken>,
     /// Taken by [`Keyspace::lock_exclusive`].
     exclusive: bool,
+    /// Changes made through this view (what the shards' `dirty` counters gained): a
+    /// command that changed nothing is not logged to the AOF.
+    pub changes: u64,
+    /// Keys lookups found past their deadline and removed, as `(db, key)`, in order: the
+    /// server logs a `DEL` for each before the command that found it.
+    pub expired_keys: Vec<(usize, Box<[u8]>)>,
 }
 
 impl Keyspace {
@@ -216,6 +256,7 @@ impl Keyspace {
                     dirty: 0,
                     watches: HashMap::new(),
                     blocked: HashMap::new(),
+                    snapshot: None,
                 }))
             })
             .collect();
@@ -229,7 +270,20 @@ impl Keyspace {
             orphans,
             exclusive: AtomicBool::new(false),
             long_wait: OnceLock::new(),
+            loading: AtomicBool::new(false),
         }
+    }
+
+    /// While set, nothing expires (Redis does not expire keys while loading).
+    pub fn set_loading(&self, loading: bool) {
+        self.loading.store(loading, Ordering::Release);
+    }
+
+    /// The copy of `shard` a snapshot cut took (copying it now if nobody has yet). Each
+    /// shard's copy can be taken once.
+    pub fn snapshot_shard(&self, snapshot: &Snapshot, shard: usize) -> Option<ShardCopy> {
+        drop(self.lock_shard(shard));
+        snapshot.copies[shard].lock().take()
     }
 
     /// Sets how waits for an exclusive view's shards are run (once; later calls are ignored).
@@ -241,6 +295,14 @@ impl Keyspace {
     /// short wait. Held by an exclusive view (a script may run for seconds), the wait goes
     /// through [`LongWait`].
     fn lock_shard(&self, shard: usize) -> MutexGuard<'_, Shard> {
+        let mut guard = self.lock_shard_raw(shard);
+        if guard.snapshot.is_some() {
+            copy_for_snapshot(&mut guard, shard);
+        }
+        guard
+    }
+
+    fn lock_shard_raw(&self, shard: usize) -> MutexGuard<'_, Shard> {
         let mutex = &self.shards[shard].0;
         if let Some(guard) = mutex.try_lock() {
             return guard;
@@ -338,7 +400,17 @@ impl Keyspace {
         let was = self.exclusive.swap(true, Ordering::AcqRel);
         debug_assert!(!was, "two exclusive views at once");
         let mut view = self.view(Guards::All(
-            self.shards.iter().map(|s| s.0.lock()).collect(),
+            self.shards
+                .iter()
+                .enumerate()
+                .map(|(index, s)| {
+                    let mut guard = s.0.lock();
+                    if guard.snapshot.is_some() {
+                        copy_for_snapshot(&mut guard, index);
+                    }
+                    guard
+                })
+                .collect(),
         ));
         view.exclusive = true;
         view
@@ -350,21 +422,32 @@ impl Keyspace {
     }
 
     fn view<'a>(&'a self, guards: Guards<'a>) -> Locked<'a> {
+        let mut now = self.clock.now();
+        now.loading = self.loading.load(Ordering::Relaxed);
         Locked {
             keyspace: self,
             guards,
-            now: self.clock.now(),
+            now,
             touch: true,
             effects: Effects::default(),
             woken: Vec::new(),
             exclusive: false,
+            changes: 0,
+            expired_keys: Vec::new(),
         }
     }
 
     /// Active expiry for one shard: removes passed keys from up to `max_segments` segments of
-    /// each database. Returns `(db, key)` pairs removed.
-    pub fn sweep_shard(&self, shard: usize, max_segments: usize) -> Vec<(usize, Box<[u8]>)> {
-        let now = self.clock.now();
+    /// each database. Returns `(db, key)` pairs removed; `on_removed` sees them first, while
+    /// the shard is still locked (so that a `DEL` it logs precedes any later write there).
+    pub fn sweep_shard(
+        &self,
+        shard: usize,
+        max_segments: usize,
+        on_removed: &mut dyn FnMut(&RemovedKeys),
+    ) -> Vec<(usize, Box<[u8]>)> {
+        let mut now = self.clock.now();
+        now.loading = self.loading.load(Ordering::Relaxed);
         let mut guard = self.lock_shard(shard);
         if self.orphans[shard].swap(false, Ordering::Acquire) {
             prune_watches(&mut guard);
@@ -379,6 +462,9 @@ impl Keyspace {
             for (db, key) in &removed {
                 touch_watchers(&mut guard, *db, self.hash(key), key, now);
             }
+        }
+        if !removed.is_empty() {
+            on_removed(&removed);
         }
         removed
     }
@@ -477,6 +563,7 @@ impl<'a> Locked<'a> {
         let shard = self.keyspace.shard_of_hash(hash);
         // Split borrows: effects and guards are separate fields.
         let effects = &mut self.effects;
+        let expired_keys = &mut self.expired_keys;
         let shard = match &mut self.guards {
             Guards::All(all) => &mut all[shard],
             Guards::One(s, guard) if *s == shard => guard,
@@ -495,6 +582,7 @@ impl<'a> Locked<'a> {
             touch_watchers(shard, db, hash, key, now);
             effects.expired += 1;
             effects.misses += 1;
+            expired_keys.push((db, key.into()));
             return None;
         }
         match shard.dbs[db].lookup(hash, key, now) {
@@ -508,6 +596,7 @@ impl<'a> Locked<'a> {
             Found::Expired => {
                 effects.expired += 1;
                 effects.misses += 1;
+                expired_keys.push((db, key.into()));
                 None
             }
             Found::Missing => {
@@ -566,6 +655,7 @@ impl<'a> Locked<'a> {
             // Removed by expiry, as a lookup would have: watchers learn of it.
             touch_watchers(shard, db, hash, key, now);
             self.effects.expired += 1;
+            self.expired_keys.push((db, key.into()));
             return None;
         }
         Some(slot.entry)
@@ -587,6 +677,7 @@ impl<'a> Locked<'a> {
         let now = self.now;
         let shard = shard_in(&mut self.guards, self.keyspace.shard_of_hash(hash));
         shard.dirty += 1;
+        self.changes += 1;
         touch_watchers(shard, db, hash, key, now);
         if !shard.blocked.is_empty() {
             wake_blocked(shard, db, hash, key, now, &mut self.woken);
@@ -737,6 +828,44 @@ impl<'a> Locked<'a> {
         let hash = self.keyspace.hash(key);
         let shard = self.keyspace.shard_of_hash(hash);
         self.shard_mut(shard).dirty += changes;
+        self.changes += changes;
+    }
+
+    /// Counts a change that is not a key's (FUNCTION LOAD, ...): the command is logged.
+    pub fn note_change(&mut self) {
+        self.changes += 1;
+    }
+
+    /// Marks a snapshot cut: the state every shard has now is what the returned snapshot
+    /// will hold (see [`Snapshot`]). Needs every shard.
+    pub fn cut_snapshot(&mut self) -> Arc<Snapshot> {
+        let now = self.now;
+        let num_dbs = self.keyspace.num_dbs;
+        let shards = self.keyspace.shards.len();
+        let all = self.all();
+        let sizes = (0..num_dbs)
+            .map(|db| {
+                all.iter().fold((0, 0), |(keys, expires), shard| {
+                    (
+                        keys + shard.dbs[db].len(),
+                        expires + shard.dbs[db].expires(),
+                    )
+                })
+            })
+            .collect();
+        let dirty = all.iter().map(|shard| shard.dirty).sum();
+        let snapshot = Arc::new(Snapshot {
+            copies: (0..shards).map(|_| Mutex::new(None)).collect(),
+            now,
+            sizes,
+            dirty,
+        });
+        for (index, shard) in all.iter_mut().enumerate() {
+            // A cut still pending from an abandoned snapshot is simply replaced.
+            debug_assert!(index < shards);
+            shard.snapshot = Some(Arc::clone(&snapshot));
+        }
+        snapshot
     }
 
     fn all(&mut self) -> &mut Vec<MutexGuard<'a, Shard>> {
@@ -775,6 +904,7 @@ impl<'a> Locked<'a> {
             shard.dbs[db] = Table::new(shard_bits);
             shard.dirty += 1;
         }
+        self.changes += 1;
         removed
     }
 
@@ -789,6 +919,7 @@ impl<'a> Locked<'a> {
             touch_all_watchers_in_db(shard, b, Some(a), now);
             shard.dbs.swap(a, b);
             shard.dirty += 1;
+            self.changes += 1;
             // Clients blocked in either database may now find their key, or find it gone
             // (Redis wakes them in SWAPDB too).
             for queue in shard.blocked.values() {
@@ -1158,7 +1289,7 @@ mod tests {
         drop(gone);
         assert_eq!(registered_watchers(&ks), 2);
         for shard in 0..ks.shard_count() {
-            ks.sweep_shard(shard, 1);
+            ks.sweep_shard(shard, 1, &mut |_| {});
         }
         assert_eq!(registered_watchers(&ks), 0);
     }

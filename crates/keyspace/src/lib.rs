@@ -17,8 +17,8 @@ pub mod value;
 pub mod zset;
 
 pub use clock::{Clock, Deadline, Now};
-pub use keyspace::{Effects, KeyWaiter, Keyspace, Locked, LongWait, Woken};
+pub use keyspace::{Effects, KeyWaiter, Keyspace, Locked, LongWait, Snapshot, Woken};
 pub use stream::Stream;
-pub use table::Slot;
+pub use table::{Slot, Table};
 pub use value::{parse_i64_strict, Entry, Value, ValueKind};
 pub use zset::SortedSet;

@@ -769,6 +769,92 @@ impl Stream {
     }
 }
 
+/// One node as a snapshot (RDB) stores it: its key, which is also the master entry's ID
+/// that its entries' IDs are stored relative to, the master entry's field names, and the
+/// live entries it holds.
+pub struct NodeSnapshot<'a> {
+    pub master_id: StreamId,
+    pub master_fields: &'a [Vec<u8>],
+    pub entries: std::collections::btree_map::Range<'a, StreamId, Fields>,
+}
+
+/// Persistence: walking the nodes, and rebuilding a stream node by node.
+impl Stream {
+    /// The nodes in ID order, each with the live entries it holds.
+    pub fn snapshot_nodes(&self) -> impl Iterator<Item = NodeSnapshot<'_>> + '_ {
+        let mut nodes = self.nodes.iter().peekable();
+        std::iter::from_fn(move || {
+            let (&master_id, node) = nodes.next()?;
+            // Node keys are strictly ascending, so the range is never inverted.
+            let entries = match nodes.peek() {
+                Some((&next, _)) => self.entries.range(master_id..next),
+                None => self.entries.range(master_id..),
+            };
+            Some(NodeSnapshot {
+                master_id,
+                master_fields: &node.master_fields,
+                entries,
+            })
+        })
+    }
+
+    /// Appends a node as a snapshot stored it: `master_id` is its key, `master_fields` its
+    /// master entry's field names, and `entries` its entries in ID order, each flagged when
+    /// it is a tombstone (a deleted entry still taking its place in the node). The live
+    /// entries join the stream; `last_id`, `first_id`, `max_deleted_id` and
+    /// `entries_added` are left to the caller. A node without live entries adds nothing.
+    ///
+    /// Returns false, changing nothing, unless the IDs ascend strictly, start at or above
+    /// `master_id`, and `master_id` lies above everything already in the stream.
+    pub fn push_snapshot_node(
+        &mut self,
+        master_id: StreamId,
+        master_fields: Vec<Vec<u8>>,
+        entries: Vec<(StreamId, Fields, bool)>,
+    ) -> bool {
+        if let Some((&key, node)) = self.nodes.iter().next_back() {
+            if master_id <= key || master_id <= node.last_id {
+                return false;
+            }
+        }
+        if self
+            .entries
+            .keys()
+            .next_back()
+            .is_some_and(|&last| master_id <= last)
+        {
+            return false;
+        }
+        let mut previous: Option<StreamId> = None;
+        for (id, _, _) in &entries {
+            if *id < master_id || previous.is_some_and(|p| *id <= p) {
+                return false;
+            }
+            previous = Some(*id);
+        }
+        let mut node = Node {
+            live: 0,
+            deleted: 0,
+            master_fields,
+            entry_bytes: 0,
+            last_id: master_id,
+        };
+        for (id, fields, deleted) in entries {
+            node.append(master_id, id, &fields);
+            if deleted {
+                node.live -= 1;
+                node.deleted += 1;
+            } else {
+                self.entries.insert(id, fields);
+            }
+        }
+        if node.live > 0 {
+            self.nodes.insert(master_id, node);
+        }
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -874,6 +960,38 @@ mod tests {
             s.add(NewId::Ms(50), fields(&[("a", "1")]), 0, LIMITS),
             Err(AddError::NotAbove)
         );
+    }
+
+    #[test]
+    fn snapshot_nodes_rebuild_the_same_stream() {
+        let mut s = Stream::new();
+        for i in 1..=250u64 {
+            let f = if i % 7 == 0 {
+                fields(&[("other", "x")])
+            } else {
+                fields(&[("item", &i.to_string())])
+            };
+            s.add(NewId::Exact(StreamId::new(i, 0)), f, 0, LIMITS)
+                .unwrap();
+        }
+        let mut copy = Stream::new();
+        for node in s.snapshot_nodes() {
+            let entries = node
+                .entries
+                .map(|(id, f)| (*id, f.clone(), false))
+                .collect();
+            assert!(copy.push_snapshot_node(node.master_id, node.master_fields.to_vec(), entries));
+        }
+        copy.last_id = s.last_id;
+        copy.first_id = s.first_id;
+        copy.entries_added = s.entries_added;
+        assert_eq!(copy, s);
+        assert_eq!(copy.node_count(), 3);
+        // Out of order nodes are refused.
+        assert!(!copy.push_snapshot_node(StreamId::new(5, 0), vec![], vec![]));
+        let entries = vec![(StreamId::new(1000, 0), fields(&[("a", "1")]), true)];
+        assert!(copy.push_snapshot_node(StreamId::new(1000, 0), vec![], entries));
+        assert_eq!(copy.node_count(), 3);
     }
 
     #[test]

@@ -17,14 +17,14 @@ pub const SEGMENT_SPLIT_LEN: usize = 2048;
 const MAX_DEPTH: u32 = 24;
 
 /// A key with its value, stored with its hash so that splits and resizes never rehash.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Slot {
     pub hash: u64,
     pub key: Box<[u8]>,
     pub entry: Entry,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Segment {
     local_depth: u32,
     table: HashTable<Slot>,
@@ -39,7 +39,7 @@ pub enum Found<'a> {
     Missing,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Table {
     /// Bits of the hash already used to pick the shard; the directory uses the bits after.
     shard_bits: u32,
@@ -388,6 +388,7 @@ mod tests {
         Now {
             mono_ms: 1000,
             wall_ms: 1_700_000_000_000,
+            loading: false,
         }
     }
 

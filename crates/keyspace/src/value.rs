@@ -59,6 +59,8 @@ impl ValueKind {
 /// Redis 7.0's default thresholds for the compact encodings (`*-max-listpack-*`,
 /// `set-max-intset-entries`); `OBJECT ENCODING` reports against these.
 const LISTPACK_MAX_ENTRIES: usize = 128;
+/// `hash-max-listpack-entries` is larger than the sorted sets' limit in Redis 7.0.
+const HASH_LISTPACK_MAX_ENTRIES: usize = 512;
 const LISTPACK_MAX_VALUE: usize = 64;
 const INTSET_MAX_ENTRIES: usize = 512;
 
@@ -101,7 +103,7 @@ impl Value {
                 }
             }
             Value::Hash(fields) => {
-                let small = fields.len() <= LISTPACK_MAX_ENTRIES
+                let small = fields.len() <= HASH_LISTPACK_MAX_ENTRIES
                     && fields.iter().all(|(f, v)| {
                         f.len() <= LISTPACK_MAX_VALUE && v.len() <= LISTPACK_MAX_VALUE
                     });

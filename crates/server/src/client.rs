@@ -50,6 +50,21 @@ pub struct Client {
     /// Blocked clients the last command woke: the connection lets them run before it goes
     /// on, so that, as in Redis, they are served before this client's next command.
     pub woken: Vec<Woken>,
+    /// What the commands run under the current keyspace view changed, as the commands to
+    /// log (the AOF); flushed by the gatekeeper before the view's locks are released.
+    pub propagated: Vec<Propagated>,
+    /// Set by a handler that said how it is logged ([`crate::commands::Ctx::propagate`]).
+    pub propagation_replaced: bool,
+    /// The AOF offset this client's replies must wait for (`appendfsync always`): replies
+    /// leave only once everything up to it is on disk.
+    pub durable_at: u64,
+}
+
+/// One command to log, with the database it ran in.
+#[derive(Debug, Clone)]
+pub struct Propagated {
+    pub db: usize,
+    pub args: Vec<Bytes>,
 }
 
 /// A blocking command waiting for one of its keys.
@@ -356,6 +371,9 @@ impl Registry {
             errors_mark: 0,
             blocked: None,
             woken: Vec::new(),
+            propagated: Vec::new(),
+            propagation_replaced: false,
+            durable_at: 0,
         }
     }
 

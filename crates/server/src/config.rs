@@ -224,8 +224,8 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("no-appendfsync-on-rewrite", None, 0, Kind::Bool, "no", Effect::Inert),
     opt("cluster-require-full-coverage", None, 0, Kind::Bool, "yes", Effect::Inert),
     opt("rdb-save-incremental-fsync", None, 0, Kind::Bool, "yes", Effect::Inert),
-    opt("aof-load-truncated", None, 0, Kind::Bool, "yes", Effect::Inert),
-    opt("aof-use-rdb-preamble", None, 0, Kind::Bool, "yes", Effect::Inert),
+    opt("aof-load-truncated", None, 0, Kind::Bool, "yes", Effect::Acts),
+    opt("aof-use-rdb-preamble", None, 0, Kind::Bool, "yes", Effect::Acts),
     opt("aof-timestamp-enabled", None, 0, Kind::Bool, "no", Effect::Inert),
     opt("cluster-replica-no-failover", Some("cluster-slave-no-failover"), 0, Kind::Bool, "no", Effect::Inert),
     opt("replica-lazy-flush", Some("slave-lazy-flush"), 0, Kind::Bool, "no", Effect::Inert),
@@ -236,7 +236,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("activedefrag", None, o::DEBUG, Kind::Bool, "no", Effect::Inert),
     opt("syslog-enabled", None, o::IMMUTABLE, Kind::Bool, "no", Effect::Inert),
     opt("cluster-enabled", None, o::IMMUTABLE, Kind::Bool, "no", Effect::Inert),
-    opt("appendonly", None, o::DENY_LOADING, Kind::Bool, "no", Effect::Inert),
+    opt("appendonly", None, o::DENY_LOADING, Kind::Bool, "no", Effect::Acts),
     opt("cluster-allow-reads-when-down", None, 0, Kind::Bool, "no", Effect::Inert),
     opt("cluster-allow-pubsubshard-when-down", None, 0, Kind::Bool, "yes", Effect::Inert),
     opt("crash-log-enabled", None, 0, Kind::Bool, "yes", Effect::Inert),
@@ -257,9 +257,9 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("cluster-config-file", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: None }, "nodes.conf", Effect::Inert),
     opt("cluster-announce-hostname", None, 0, Kind::Text { empty_is_null: true, check: Some(check_hostname) }, "", Effect::Inert),
     opt("syslog-ident", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: None }, "redis", Effect::Inert),
-    opt("dbfilename", None, o::PROTECTED, Kind::Text { empty_is_null: false, check: Some(check_dbfilename) }, "dump.rdb", Effect::Inert),
-    opt("appendfilename", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: Some(check_appendfilename) }, "appendonly.aof", Effect::Inert),
-    opt("appenddirname", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: Some(check_appenddirname) }, "appendonlydir", Effect::Inert),
+    opt("dbfilename", None, o::PROTECTED, Kind::Text { empty_is_null: false, check: Some(check_dbfilename) }, "dump.rdb", Effect::Acts),
+    opt("appendfilename", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: Some(check_appendfilename) }, "appendonly.aof", Effect::Acts),
+    opt("appenddirname", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: Some(check_appenddirname) }, "appendonlydir", Effect::Acts),
     opt("server_cpulist", None, o::IMMUTABLE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Inert),
     opt("bio_cpulist", None, o::IMMUTABLE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Inert),
     opt("aof_rewrite_cpulist", None, o::IMMUTABLE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Inert),
@@ -275,7 +275,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("repl-diskless-load", None, o::DEBUG | o::DENY_LOADING, Kind::Enum(REPL_DISKLESS_LOAD), "disabled", Effect::Inert),
     opt("loglevel", None, 0, Kind::Enum(LOGLEVEL), "notice", Effect::Acts),
     opt("maxmemory-policy", None, 0, Kind::Enum(MAXMEMORY_POLICY), "noeviction", Effect::Inert),
-    opt("appendfsync", None, 0, Kind::Enum(APPENDFSYNC), "everysec", Effect::Inert),
+    opt("appendfsync", None, 0, Kind::Enum(APPENDFSYNC), "everysec", Effect::Acts),
     opt("oom-score-adj", None, 0, Kind::Enum(OOM_SCORE_ADJ), "no", Effect::Inert),
     opt("acl-pubsub-default", None, 0, Kind::Enum(ACL_PUBSUB_DEFAULT), "resetchannels", Effect::Inert),
     opt("sanitize-dump-payload", None, o::DEBUG, Kind::Enum(SANITIZE_DUMP_PAYLOAD), "no", Effect::Inert),
@@ -289,7 +289,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("databases", None, o::IMMUTABLE, Kind::Number { min: 1, max: I32_MAX, unsigned: false, format: Format::Plain }, "16", Effect::Acts),
     opt("port", None, 0, Kind::Number { min: 0, max: 65535, unsigned: false, format: Format::Plain }, "6379", Effect::Acts),
     opt("io-threads", None, o::DEBUG | o::IMMUTABLE, Kind::Number { min: 1, max: 128, unsigned: false, format: Format::Plain }, "1", Effect::Inert),
-    opt("auto-aof-rewrite-percentage", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "100", Effect::Inert),
+    opt("auto-aof-rewrite-percentage", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "100", Effect::Acts),
     opt("cluster-replica-validity-factor", Some("cluster-slave-validity-factor"), 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "10", Effect::Inert),
     opt("list-max-listpack-size", Some("list-max-ziplist-size"), 0, Kind::Number { min: I32_MIN, max: I32_MAX, unsigned: false, format: Format::Plain }, "-2", Effect::Inert),
     opt("tcp-keepalive", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "300", Effect::Acts),
@@ -329,7 +329,10 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("active-defrag-max-scan-fields", None, 0, Kind::Number { min: 1, max: I64_MAX, unsigned: true, format: Format::Plain }, "1000", Effect::Inert),
     opt("slowlog-max-len", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "128", Effect::Acts),
     opt("acllog-max-len", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "128", Effect::Inert),
-    opt("busy-reply-threshold", Some("lua-time-limit"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "5000", Effect::Inert),
+    opt("busy-reply-threshold", Some("lua-time-limit"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "5000", Effect::Acts),
+    // Latch's own: after an unclean shutdown, refuse writes this many milliseconds (the
+    // Redlock page's "delayed restart"), 0 to never.
+    opt("restart-delay", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
     opt("cluster-node-timeout", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "15000", Effect::Inert),
     opt("slowlog-log-slower-than", None, 0, Kind::Number { min: -1, max: I64_MAX, unsigned: false, format: Format::Plain }, "10000", Effect::Acts),
     opt("latency-monitor-threshold", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
@@ -350,10 +353,10 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("client-query-buffer-limit", None, o::DEBUG, Kind::Number { min: 1048576, max: I64_MAX, unsigned: true, format: Format::Memory }, "1073741824", Effect::Acts),
     opt("maxmemory-clients", None, 0, Kind::Number { min: -100, max: I64_MAX, unsigned: false, format: Format::MemoryOrPercent }, "0", Effect::Inert),
     opt("repl-backlog-ttl", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "3600", Effect::Inert),
-    opt("auto-aof-rewrite-min-size", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Memory }, "67108864", Effect::Inert),
+    opt("auto-aof-rewrite-min-size", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Memory }, "67108864", Effect::Acts),
     opt("loading-process-events-interval-bytes", None, o::HIDDEN, Kind::Number { min: 1024, max: I32_MAX, unsigned: false, format: Format::Plain }, "2097152", Effect::Inert),
     opt("dir", None, o::PROTECTED | o::DENY_LOADING, Kind::Special(Special::Dir), "", Effect::Acts),
-    opt("save", None, o::MULTI_ARG, Kind::Special(Special::Save), "3600 1 300 100 60 10000", Effect::Inert),
+    opt("save", None, o::MULTI_ARG, Kind::Special(Special::Save), "3600 1 300 100 60 10000", Effect::Acts),
     opt("client-output-buffer-limit", None, o::MULTI_ARG, Kind::Special(Special::ClientOutputBufferLimit), "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", Effect::Inert),
     opt("oom-score-adj-values", None, o::MULTI_ARG, Kind::Special(Special::OomScoreAdjValues), "0 200 800", Effect::Inert),
     opt("notify-keyspace-events", None, 0, Kind::Special(Special::NotifyKeyspaceEvents), "", Effect::Inert),
@@ -1441,7 +1444,12 @@ impl Loader {
             }
             (Kind::Special(Special::Dir), Value::Text(Some(path))) => {
                 // As redis-server: the working directory changes at once, so relative paths
-                // later in the file (logfile...) are relative to it.
+                // later in the file (logfile...) are relative to it. Unlike redis-server, a
+                // missing directory is created at start-up, so that a fresh checkout's
+                // `latch.conf` (dir ./data) just works.
+                if !std::path::Path::new(&path).exists() {
+                    std::fs::create_dir_all(&path).map_err(|e| strerror(&e))?;
+                }
                 std::env::set_current_dir(&path).map_err(|e| strerror(&e))?;
                 Value::Dir
             }
@@ -1637,7 +1645,7 @@ impl Config {
         self.values.read()[index].as_i64()
     }
 
-    fn text(&self, name: &str) -> Option<String> {
+    pub fn text(&self, name: &str) -> Option<String> {
         let (index, _) = lookup(name)?;
         match &self.values.read()[index] {
             Value::Text(text) => text.clone(),
@@ -1791,6 +1799,11 @@ impl Config {
     /// Milliseconds a script may run before others get BUSY replies.
     pub fn busy_reply_threshold_ms(&self) -> u64 {
         self.unsigned("busy-reply-threshold")
+    }
+
+    /// `restart-delay`: milliseconds of refused writes after an unclean shutdown.
+    pub fn restart_delay_ms(&self) -> u64 {
+        self.unsigned("restart-delay")
     }
 
     /// `min-replicas-to-write` and `min-replicas-max-lag` (read by every write).

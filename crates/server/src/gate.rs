@@ -272,6 +272,19 @@ fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Byt
         reject(server, client, reply, Some(command), args, err::NOREPLICAS);
         return Outcome::Done;
     }
+    let delay_ms = server.persistence.restart_delay_left_ms(server);
+    if delay_ms > 0 && writes(client, command) {
+        let message = restart_delay_error(delay_ms);
+        reject(
+            server,
+            client,
+            reply,
+            Some(command),
+            args,
+            message.as_bytes(),
+        );
+        return Outcome::Done;
+    }
     // A script holds the server (Redis reads no input then, until the busy threshold).
     if server.scripting.run.is_running() {
         if client.blocked.is_some() {
@@ -327,6 +340,11 @@ fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Byt
         if retry {
             settle_retry(server, client, reply.len() > mark, &mut keys);
         }
+        // Logged while the locks are held, so the log's order is the order of effect.
+        if !client.propagated.is_empty() {
+            let atomic = command.id == special().exec || command.spec.lock == LockPlan::Script;
+            server.persistence.commit(client, atomic);
+        }
         if !keys.woken.is_empty() {
             client.woken.append(&mut keys.woken);
         }
@@ -343,6 +361,13 @@ fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Byt
         account(server, client, command, args, ran);
     }
     Outcome::Done
+}
+
+/// The refusal of a write during `restart-delay`.
+pub fn restart_delay_error(left_ms: u64) -> String {
+    format!(
+        "RESTARTDELAY writes are refused for another {left_ms} ms: the server restarted after an unclean shutdown (restart-delay)"
+    )
 }
 
 /// A write command, or an EXEC whose transaction holds one.
@@ -636,6 +661,13 @@ pub fn script_call(
             b"Write commands are not allowed from read-only scripts.",
         );
     }
+    if spec.has_flag(flag::WRITE) {
+        let delay_ms = server.persistence.restart_delay_left_ms(server);
+        if delay_ms > 0 {
+            let message = format!("-{}", restart_delay_error(delay_ms));
+            return refuse(Some(command), message.as_bytes());
+        }
+    }
     if spec.has_flag(flag::WRITE) && !server.enough_replicas() {
         return refuse(
             Some(command),
@@ -710,6 +742,9 @@ fn run_command(
     client.errors_mark = reply.error_count();
     keys.touch = !client.shared.no_touch.load(Ordering::Relaxed);
     keys.effects = Effects::default();
+    let logged_from = client.propagated.len();
+    let changes_before = keys.changes;
+    client.propagation_replaced = false;
     {
         let mut ctx = Ctx {
             server,
@@ -720,6 +755,20 @@ fn run_command(
         if let Some(handler) = spec.handler {
             handler(&mut ctx, args);
         }
+    }
+    if !keys.expired_keys.is_empty()
+        || client.propagation_replaced
+        || keys.changes != changes_before
+    {
+        log_effects(
+            server,
+            client,
+            command,
+            args,
+            keys,
+            logged_from,
+            changes_before,
+        );
     }
     let effects = keys.effects;
     if effects.expired > 0 {
@@ -745,6 +794,44 @@ fn run_command(
     Ran {
         elapsed_us: started.elapsed().as_micros() as u64,
         failed,
+    }
+}
+
+/// What a command that ran leaves to log: a `DEL` for each key its lookups found expired
+/// (first: they happened first), then the command itself when it is a write that changed
+/// something, unless its handler said what to log instead.
+#[cold]
+fn log_effects(
+    server: &Server,
+    client: &mut Client,
+    command: &Command,
+    args: &[Bytes],
+    keys: &mut Locked<'_>,
+    logged_from: usize,
+    changes_before: u64,
+) {
+    let replaced = std::mem::take(&mut client.propagation_replaced);
+    if !server.persistence.is_logging() {
+        keys.expired_keys.clear();
+        return;
+    }
+    if !keys.expired_keys.is_empty() {
+        let dels: Vec<crate::client::Propagated> = keys
+            .expired_keys
+            .drain(..)
+            .map(|(db, key)| crate::client::Propagated {
+                db,
+                args: vec![Bytes::from_static(b"DEL"), Bytes::from(key.into_vec())],
+            })
+            .collect();
+        let at = logged_from.min(client.propagated.len());
+        client.propagated.splice(at..at, dels);
+    }
+    if !replaced && keys.changes != changes_before && command.spec.has_flag(flag::WRITE) {
+        client.propagated.push(crate::client::Propagated {
+            db: client.db,
+            args: args.to_vec(),
+        });
     }
 }
 

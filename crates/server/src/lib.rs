@@ -9,6 +9,7 @@
 //! - [`server`]: the state every connection shares.
 //! - [`stats`]: counters for INFO, and the slow log.
 //! - [`net`]: listeners, the connection loop, and background work.
+//! - [`persistence`]: the AOF and RDB snapshots (formats in `latch-persist`).
 
 pub mod acl;
 pub mod client;
@@ -16,20 +17,23 @@ pub mod commands;
 pub mod config;
 pub mod gate;
 pub mod net;
+pub mod persistence;
 pub mod scripting;
 pub mod server;
 pub mod spec;
 pub mod stats;
 pub mod table;
 
-use std::sync::Arc;
-
 use tracing::info;
 
 /// Runs a server with the given options until it is shut down.
 pub async fn run(config: config::Config) -> anyhow::Result<()> {
-    let server = Arc::new(server::Server::new(config));
+    let server = server::Server::new(config).into_arc();
     let (tcp, unix) = net::bind(&server).await?;
+    {
+        let loading = server.clone();
+        tokio::task::spawn_blocking(move || persistence::start(&loading)).await??;
+    }
     net::log_ready(&tcp, &unix, &server);
     net::serve(server.clone(), tcp, unix).await;
     tokio::spawn(net::cron(server.clone()));
@@ -54,6 +58,10 @@ pub async fn run(config: config::Config) -> anyhow::Result<()> {
             break;
         }
         notified.await;
+    }
+    {
+        let stopping = server.clone();
+        tokio::task::spawn_blocking(move || persistence::shut_down(&stopping)).await?;
     }
     if let Some(path) = server.config.unixsocket() {
         let _ = std::fs::remove_file(path);

@@ -298,7 +298,7 @@ async fn connection<S>(
                         monitor = None;
                     }
                     if client.close_after_reply || client.shared.is_killed() {
-                        let _ = flush(&server, &mut writer, &mut reply).await;
+                        let _ = flush(&server, &mut client, &mut writer, &mut reply).await;
                         break 'connection;
                     }
                     if !client.woken.is_empty() {
@@ -306,7 +306,10 @@ async fn connection<S>(
                     }
                     if client.blocked.is_some() {
                         // Answer what came before, then wait; later input stays buffered.
-                        if flush(&server, &mut writer, &mut reply).await.is_err() {
+                        if flush(&server, &mut client, &mut writer, &mut reply)
+                            .await
+                            .is_err()
+                        {
                             break 'connection;
                         }
                         let blocked = Blocked {
@@ -321,7 +324,9 @@ async fn connection<S>(
                         }
                     }
                     if reply.len() >= REPLY_FLUSH_AT
-                        && flush(&server, &mut writer, &mut reply).await.is_err()
+                        && flush(&server, &mut client, &mut writer, &mut reply)
+                            .await
+                            .is_err()
                     {
                         break 'connection;
                     }
@@ -331,7 +336,7 @@ async fn connection<S>(
                     let message = error.error_reply();
                     server.stats.record_error(&message);
                     reply.error(&message);
-                    let _ = flush(&server, &mut writer, &mut reply).await;
+                    let _ = flush(&server, &mut client, &mut writer, &mut reply).await;
                     debug!(id, %error, "protocol error, closing");
                     break 'connection;
                 }
@@ -345,7 +350,10 @@ async fn connection<S>(
             warn!(id, "closing client that reached max query buffer length");
             break;
         }
-        if flush(&server, &mut writer, &mut reply).await.is_err() {
+        if flush(&server, &mut client, &mut writer, &mut reply)
+            .await
+            .is_err()
+        {
             break;
         }
     }
@@ -508,9 +516,13 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 
 async fn flush<W: AsyncWrite + Unpin>(
     server: &Server,
+    client: &mut Client,
     writer: &mut W,
     reply: &mut Reply,
 ) -> std::io::Result<()> {
+    // Logged writes reach the AOF file (and the disk under `appendfsync always`) before
+    // their replies leave.
+    server.persistence.before_reply(client).await;
     if reply.is_empty() {
         return Ok(());
     }
@@ -553,13 +565,16 @@ pub async fn cron(server: Arc<Server>) {
         if server.is_shutting_down() {
             return;
         }
+        crate::persistence::cron(&server);
         if !server.active_expire.load(Ordering::Relaxed) {
             continue;
         }
         // Each tick visits every shard, a few segments of each database: bounded work.
         let shards = server.keyspace.shard_count();
         for _ in 0..shards {
-            let removed = server.keyspace.sweep_shard(shard, 4);
+            let removed = server.keyspace.sweep_shard(shard, 4, &mut |removed| {
+                server.persistence.log_expired(removed)
+            });
             if !removed.is_empty() {
                 server
                     .stats

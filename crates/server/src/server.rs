@@ -1,6 +1,6 @@
 //! The state every connection shares: keyspace, configuration, clients, statistics.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -33,12 +33,14 @@ pub struct Server {
     pub monitor_feed: broadcast::Sender<Bytes>,
     pub shutdown_requested: AtomicBool,
     pub shutdown: Notify,
-    /// Unix time of the last successful save (LASTSAVE).
-    pub last_save_unix_s: AtomicU64,
     /// The Lua VM, the script cache and the state of the running script.
     pub scripting: Scripting,
     /// Users and their permissions.
     pub acl: crate::acl::Acl,
+    /// The AOF and RDB snapshots.
+    pub persistence: crate::persistence::Persistence,
+    /// This server's own `Arc`, for background work started by a command (BGSAVE...).
+    self_ref: std::sync::OnceLock<std::sync::Weak<Server>>,
 }
 
 impl Server {
@@ -87,10 +89,23 @@ impl Server {
             monitor_feed,
             shutdown_requested: AtomicBool::new(false),
             shutdown: Notify::new(),
-            last_save_unix_s: AtomicU64::new(now.wall_s() as u64),
             scripting: Scripting::new(),
             acl,
+            persistence: crate::persistence::Persistence::new(),
+            self_ref: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Wraps the server in its `Arc` and remembers it (see [`Server::arc`]).
+    pub fn into_arc(self) -> std::sync::Arc<Server> {
+        let server = std::sync::Arc::new(self);
+        let _ = server.self_ref.set(std::sync::Arc::downgrade(&server));
+        server
+    }
+
+    /// The server's `Arc`, for work that outlives a command.
+    pub fn arc(&self) -> Option<std::sync::Arc<Server>> {
+        self.self_ref.get().and_then(std::sync::Weak::upgrade)
     }
 
     /// Asks the server to stop (SHUTDOWN, SIGTERM).

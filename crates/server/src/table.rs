@@ -24,6 +24,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     commands::sort::COMMANDS,
     commands::databases::COMMANDS,
     commands::server::COMMANDS,
+    commands::persistence::COMMANDS,
     commands::config::COMMANDS,
     commands::cluster::COMMANDS,
     commands::info::COMMANDS,

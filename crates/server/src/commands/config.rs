@@ -118,6 +118,24 @@ fn config_set(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
                 let password = config.requirepass();
                 ctx.server.acl.set_default_password(password.as_deref());
             }
+            let named = |option: &str| {
+                pairs
+                    .iter()
+                    .any(|(name, _)| name.eq_ignore_ascii_case(option.as_bytes()))
+            };
+            if named("appendfsync") {
+                ctx.server.persistence.set_fsync(&config.appendfsync());
+            }
+            if named("appendonly") {
+                let server = ctx.server;
+                if config.appendonly() {
+                    if let Some(server) = server.arc() {
+                        crate::persistence::aofdir::turn_on(&server);
+                    }
+                } else {
+                    crate::persistence::aofdir::turn_off(server);
+                }
+            }
             ctx.reply.ok()
         }
         Err(error) => ctx.reply.error(error.message().as_bytes()),

@@ -253,18 +253,30 @@ fn fcall_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], read_only: bool) {
     *server.scripting.run.function.lock() = None;
 }
 
-/// Keeps the counts FUNCTION STATS reads (without the claim) up to date.
-fn publish_counts(ctx: &Ctx<'_, '_>) {
+/// Keeps what is read without the claim up to date: the counts FUNCTION STATS shows and
+/// the libraries' code snapshots save. A change of the libraries is a change to log.
+fn publish_counts(ctx: &mut Ctx<'_, '_>) {
     let server = ctx.server;
-    let (libraries, functions) = server.scripting.with_function_engine(|engine| {
+    let (libraries, functions, codes) = server.scripting.with_function_engine(|engine| {
         (
             engine.functions.libraries.len(),
             engine.functions.function_count(),
+            engine
+                .functions
+                .libraries
+                .values()
+                .map(|library| library.code.clone())
+                .collect::<Vec<_>>(),
         )
     });
     let run = &server.scripting.run;
     run.library_count.store(libraries, Ordering::Relaxed);
     run.function_count.store(functions, Ordering::Relaxed);
+    let mut published = server.scripting.library_codes.lock();
+    if *published != codes {
+        *published = codes;
+        ctx.keys.note_change();
+    }
 }
 
 fn function_load(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {

@@ -110,7 +110,7 @@ fn changes_since_save(ctx: &Ctx<'_, '_>) -> u64 {
     if ctx.keys.holds_all() {
         return LAST_DIRTY.load(Ordering::Relaxed);
     }
-    let dirty = ctx.server.keyspace.dirty();
+    let dirty = ctx.server.persistence.changes_since_save(ctx.server);
     LAST_DIRTY.store(dirty, Ordering::Relaxed);
     dirty
 }
@@ -434,31 +434,94 @@ fn persistence_section(server: &Server, dirty: u64, out: &mut String) {
     field(out, "current_save_keys_processed", 0);
     field(out, "current_save_keys_total", 0);
     field(out, "rdb_changes_since_last_save", dirty);
-    field(out, "rdb_bgsave_in_progress", 0);
+    let persistence = &server.persistence;
+    let flag = |value: &std::sync::atomic::AtomicBool| i64::from(value.load(Ordering::Relaxed));
+    let status = |ok: bool| if ok { "ok" } else { "err" };
+    field(
+        out,
+        "rdb_bgsave_in_progress",
+        flag(&persistence.bgsave_in_progress),
+    );
     field(
         out,
         "rdb_last_save_time",
-        server.last_save_unix_s.load(Ordering::Relaxed),
+        persistence.last_save_unix_s.load(Ordering::Relaxed),
     );
-    field(out, "rdb_last_bgsave_status", "ok");
-    field(out, "rdb_last_bgsave_time_sec", -1);
+    field(
+        out,
+        "rdb_last_bgsave_status",
+        status(persistence.last_bgsave_ok.load(Ordering::Relaxed)),
+    );
+    field(
+        out,
+        "rdb_last_bgsave_time_sec",
+        persistence.last_bgsave_time_s.load(Ordering::Relaxed),
+    );
     field(out, "rdb_current_bgsave_time_sec", -1);
-    field(out, "rdb_saves", 0);
+    field(out, "rdb_saves", persistence.saves.load(Ordering::Relaxed));
     field(out, "rdb_last_cow_size", 0);
-    field(out, "rdb_last_load_keys_expired", 0);
-    field(out, "rdb_last_load_keys_loaded", 0);
-    field(out, "aof_enabled", 0);
-    field(out, "aof_rewrite_in_progress", 0);
-    field(out, "aof_rewrite_scheduled", 0);
-    field(out, "aof_last_rewrite_time_sec", -1);
+    field(
+        out,
+        "rdb_last_load_keys_expired",
+        persistence.load_expired_keys.load(Ordering::Relaxed),
+    );
+    field(
+        out,
+        "rdb_last_load_keys_loaded",
+        persistence.loaded_keys.load(Ordering::Relaxed),
+    );
+    let log = persistence.aof();
+    field(out, "aof_enabled", i64::from(log.is_some()));
+    field(
+        out,
+        "aof_rewrite_in_progress",
+        flag(&persistence.rewrite_in_progress),
+    );
+    field(
+        out,
+        "aof_rewrite_scheduled",
+        flag(&persistence.rewrite_scheduled),
+    );
+    field(
+        out,
+        "aof_last_rewrite_time_sec",
+        persistence.last_rewrite_time_s.load(Ordering::Relaxed),
+    );
     field(out, "aof_current_rewrite_time_sec", -1);
-    field(out, "aof_last_bgrewrite_status", "ok");
-    field(out, "aof_rewrites", 0);
+    field(
+        out,
+        "aof_last_bgrewrite_status",
+        status(persistence.last_rewrite_ok.load(Ordering::Relaxed)),
+    );
+    field(
+        out,
+        "aof_rewrites",
+        persistence.rewrites.load(Ordering::Relaxed),
+    );
     field(out, "aof_rewrites_consecutive_failures", 0);
-    field(out, "aof_last_write_status", "ok");
+    let write_ok = log
+        .as_ref()
+        .is_none_or(|log| log.write_ok.load(Ordering::Relaxed));
+    field(out, "aof_last_write_status", status(write_ok));
     field(out, "aof_last_cow_size", 0);
     field(out, "module_fork_in_progress", 0);
     field(out, "module_fork_last_cow_size", 0);
+    if let Some(log) = &log {
+        field(
+            out,
+            "aof_current_size",
+            log.current_size() + log.base_size.load(Ordering::Relaxed),
+        );
+        field(out, "aof_base_size", log.base_size.load(Ordering::Relaxed));
+        field(out, "aof_buffer_length", 0);
+    }
+    // Latch's own: the write refusal after an unclean shutdown (`restart-delay`).
+    field(out, "unclean_start", flag(&persistence.unclean_start));
+    field(
+        out,
+        "restart_delay_remaining_ms",
+        persistence.restart_delay_left_ms(server),
+    );
 }
 
 /// Operations per second between the last two INFO calls at least 100 ms apart.

@@ -5,10 +5,12 @@
 //! - [`scan`]: KEYS, SCAN, RANDOMKEY.
 //! - [`rename`]: RENAME, RENAMENX, COPY, MOVE.
 //! - [`object`]: OBJECT and its subcommands.
+//! - [`dump`]: DUMP and RESTORE (Redis' serialized values).
 //!
 //! Each theme declares its specs as constants; `COMMANDS` lists them for the table.
 
 mod basic;
+mod dump;
 mod expire;
 mod object;
 mod rename;
@@ -39,4 +41,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     rename::COPY,
     rename::MOVE,
     object::OBJECT,
+    dump::DUMP,
+    dump::RESTORE,
 ];

@@ -20,6 +20,7 @@ pub mod hash;
 pub mod info;
 pub mod keys;
 pub mod list;
+pub mod persistence;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -29,6 +30,7 @@ pub mod string;
 pub mod transaction;
 pub mod zset;
 
+use bytes::Bytes;
 use latch_keyspace::{Locked, Now};
 use latch_protocol::Reply;
 
@@ -52,6 +54,38 @@ impl Ctx<'_, '_> {
     /// The frozen time of this command (or of the whole transaction or script).
     pub fn now(&self) -> Now {
         self.keys.now()
+    }
+
+    /// Logs this command (to the AOF) as `args` instead of as it was received: relative
+    /// times made absolute, random choices made explicit, blocking forms made plain. Call
+    /// it once per command to log; the received command is then not logged. Cheap when
+    /// nothing is logged.
+    pub fn propagate(&mut self, args: Vec<Bytes>) {
+        self.client.propagation_replaced = true;
+        if self.server.persistence.is_logging() {
+            self.client.propagated.push(crate::client::Propagated {
+                db: self.client.db,
+                args,
+            });
+        }
+    }
+
+    /// Like [`propagate`](Self::propagate), building the arguments only when logging.
+    pub fn propagate_with(&mut self, args: impl FnOnce() -> Vec<Bytes>) {
+        self.client.propagation_replaced = true;
+        if self.server.persistence.is_logging() {
+            let args = args();
+            self.client.propagated.push(crate::client::Propagated {
+                db: self.client.db,
+                args,
+            });
+        }
+    }
+
+    /// This command is not logged even though it changed something (or is logged only
+    /// through what it passed to [`propagate`](Self::propagate)).
+    pub fn propagate_nothing(&mut self) {
+        self.client.propagation_replaced = true;
     }
 }
 

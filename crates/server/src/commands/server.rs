@@ -445,8 +445,12 @@ fn time(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
 }
 
 fn lastsave(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
-    ctx.reply
-        .integer(ctx.server.last_save_unix_s.load(Ordering::Relaxed) as i64);
+    ctx.reply.integer(
+        ctx.server
+            .persistence
+            .last_save_unix_s
+            .load(Ordering::Relaxed),
+    );
 }
 
 fn monitor(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
@@ -486,7 +490,16 @@ fn shutdown(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.error(b"ERR No shutdown in progress.");
         return;
     }
-    // Saving on shutdown arrives with persistence; for now every shutdown is immediate.
+    // The save itself happens on the way out (`persistence::shut_down`): the AOF is
+    // always synced; a snapshot is written when save points are set, or SAVE asks for it.
+    let mode = if no_save {
+        crate::persistence::ShutdownSave::NoSave
+    } else if save {
+        crate::persistence::ShutdownSave::Save
+    } else {
+        crate::persistence::ShutdownSave::Default
+    };
+    ctx.server.persistence.request_shutdown_save(mode);
     ctx.server.request_shutdown();
     // Redis exits without replying; the connection just closes.
     ctx.client.close_after_reply = true;

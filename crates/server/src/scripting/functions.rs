@@ -369,172 +369,25 @@ pub fn flag_names(flags: &ScriptFlags) -> Vec<&'static str> {
 /// FUNCTION DUMP's payload: each library as RDB's `FUNCTION2` record, then the RDB version
 /// and a CRC64, as Redis lays it out (so its payloads restore here and ours there).
 pub fn dump(functions: &Functions) -> Vec<u8> {
-    let mut out = Vec::new();
-    for library in functions.libraries.values() {
-        out.push(RDB_OPCODE_FUNCTION2);
-        write_rdb_string(&mut out, &library.code);
-    }
-    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
-    let crc = crc64(0, &out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
+    let codes: Vec<&[u8]> = functions
+        .libraries
+        .values()
+        .map(|library| &library.code[..])
+        .collect();
+    latch_persist::rdb::dump_functions(&codes)
 }
-
-const RDB_OPCODE_FUNCTION2: u8 = 245;
-const RDB_VERSION: u16 = 10;
 
 /// The library payloads a FUNCTION DUMP holds, after checking its version and checksum.
 pub fn read_dump(payload: &[u8]) -> Result<Vec<Bytes>, Vec<u8>> {
-    const BAD: &[u8] = b"ERR DUMP payload version or checksum are wrong";
-    if payload.len() < 10 {
-        return Err(BAD.to_vec());
+    use latch_persist::rdb::RdbError;
+    match latch_persist::rdb::restore_functions(payload) {
+        Ok(Ok(codes)) => Ok(codes.into_iter().map(Bytes::from).collect()),
+        Ok(Err(_)) => Err(b"ERR given type is not a function".to_vec()),
+        Err(RdbError::BadPayload) => {
+            Err(b"ERR DUMP payload version or checksum are wrong".to_vec())
+        }
+        Err(_) => Err(b"ERR failed loading the given functions payload".to_vec()),
     }
-    let (body, footer) = payload.split_at(payload.len() - 10);
-    let version = u16::from_le_bytes([footer[0], footer[1]]);
-    let crc = u64::from_le_bytes(footer[2..10].try_into().map_err(|_| BAD.to_vec())?);
-    if version > RDB_VERSION || (crc != 0 && crc != crc64(0, &payload[..payload.len() - 8])) {
-        return Err(BAD.to_vec());
-    }
-    let mut codes = Vec::new();
-    let mut at = 0;
-    while at < body.len() {
-        let opcode = body[at];
-        at += 1;
-        if opcode != RDB_OPCODE_FUNCTION2 {
-            return Err(b"ERR given type is not a function".to_vec());
-        }
-        let code = read_rdb_string(body, &mut at)
-            .ok_or_else(|| b"ERR failed loading the given functions payload".to_vec())?;
-        codes.push(Bytes::from(code));
-    }
-    Ok(codes)
-}
-
-fn write_rdb_string(out: &mut Vec<u8>, bytes: &[u8]) {
-    let len = bytes.len();
-    if len < 1 << 6 {
-        out.push(len as u8);
-    } else if len < 1 << 14 {
-        out.push(0x40 | (len >> 8) as u8);
-        out.push(len as u8);
-    } else if len <= u32::MAX as usize {
-        out.push(0x80);
-        out.extend_from_slice(&(len as u32).to_be_bytes());
-    } else {
-        out.push(0x81);
-        out.extend_from_slice(&(len as u64).to_be_bytes());
-    }
-    out.extend_from_slice(bytes);
-}
-
-/// An RDB length-prefixed string (plain or LZF-compressed).
-fn read_rdb_string(data: &[u8], at: &mut usize) -> Option<Vec<u8>> {
-    let first = *data.get(*at)?;
-    *at += 1;
-    let take = |at: &mut usize, n: usize| -> Option<&[u8]> {
-        let slice = data.get(*at..*at + n)?;
-        *at += n;
-        Some(slice)
-    };
-    let len = match first >> 6 {
-        0 => usize::from(first & 0x3f),
-        1 => (usize::from(first & 0x3f) << 8) | usize::from(*take(at, 1)?.first()?),
-        2 if first == 0x80 => u32::from_be_bytes(take(at, 4)?.try_into().ok()?) as usize,
-        2 if first == 0x81 => {
-            usize::try_from(u64::from_be_bytes(take(at, 8)?.try_into().ok()?)).ok()?
-        }
-        3 if first & 0x3f == 3 => {
-            let compressed_len = read_rdb_length(data, at)?;
-            let plain_len = read_rdb_length(data, at)?;
-            let compressed = take(at, compressed_len)?;
-            return lzf_decompress(compressed, plain_len);
-        }
-        _ => return None,
-    };
-    take(at, len).map(<[u8]>::to_vec)
-}
-
-fn read_rdb_length(data: &[u8], at: &mut usize) -> Option<usize> {
-    let first = *data.get(*at)?;
-    *at += 1;
-    match first >> 6 {
-        0 => Some(usize::from(first & 0x3f)),
-        1 => {
-            let next = *data.get(*at)?;
-            *at += 1;
-            Some((usize::from(first & 0x3f) << 8) | usize::from(next))
-        }
-        2 if first == 0x80 => {
-            let bytes = data.get(*at..*at + 4)?;
-            *at += 4;
-            Some(u32::from_be_bytes(bytes.try_into().ok()?) as usize)
-        }
-        2 if first == 0x81 => {
-            let bytes = data.get(*at..*at + 8)?;
-            *at += 8;
-            usize::try_from(u64::from_be_bytes(bytes.try_into().ok()?)).ok()
-        }
-        _ => None,
-    }
-}
-
-/// LZF decompression (the format Redis compresses RDB strings with): literal runs
-/// (`000LLLLL`, L+1 bytes follow) and back references (`LLLooooo oooooooo`, with a length
-/// byte more when L is 7).
-fn lzf_decompress(input: &[u8], expected: usize) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(expected);
-    let mut i = 0;
-    while i < input.len() {
-        let control = usize::from(input[i]);
-        i += 1;
-        if control < 32 {
-            let run = control + 1;
-            out.extend_from_slice(input.get(i..i + run)?);
-            i += run;
-        } else {
-            let mut len = control >> 5;
-            if len == 7 {
-                len += usize::from(*input.get(i)?);
-                i += 1;
-            }
-            let offset = ((control & 0x1f) << 8) + usize::from(*input.get(i)?) + 1;
-            i += 1;
-            let start = out.len().checked_sub(offset)?;
-            for k in 0..len + 2 {
-                let byte = out[start + k];
-                out.push(byte);
-            }
-        }
-        if out.len() > expected {
-            return None;
-        }
-    }
-    (out.len() == expected).then_some(out)
-}
-
-/// CRC-64 with the Jones polynomial (reflected), as Redis' `crc64`.
-pub fn crc64(mut crc: u64, data: &[u8]) -> u64 {
-    const POLY: u64 = 0x95ac_9329_ac4b_c9b5;
-    static TABLE: std::sync::OnceLock<[u64; 256]> = std::sync::OnceLock::new();
-    let table = TABLE.get_or_init(|| {
-        let mut table = [0u64; 256];
-        for (i, slot) in table.iter_mut().enumerate() {
-            let mut value = i as u64;
-            for _ in 0..8 {
-                value = if value & 1 == 1 {
-                    (value >> 1) ^ POLY
-                } else {
-                    value >> 1
-                };
-            }
-            *slot = value;
-        }
-        table
-    });
-    for &byte in data {
-        crc = table[((crc ^ u64::from(byte)) & 0xff) as usize] ^ (crc >> 8);
-    }
-    crc
 }
 
 #[cfg(test)]
@@ -542,31 +395,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn crc64_matches_redis_check_value() {
-        // Redis' crc64 test vector: "123456789" -> 0xe9c6d914c4b8d9ca.
-        assert_eq!(crc64(0, b"123456789"), 0xe9c6_d914_c4b8_d9ca);
-    }
-
-    #[test]
-    fn rdb_strings_round_trip() {
-        for len in [0usize, 63, 64, 16383, 16384, 70000] {
-            let text = vec![b'x'; len];
-            let mut out = Vec::new();
-            write_rdb_string(&mut out, &text);
-            let mut at = 0;
-            assert_eq!(read_rdb_string(&out, &mut at).as_deref(), Some(&text[..]));
-            assert_eq!(at, out.len());
-        }
-    }
-
-    #[test]
-    fn lzf_back_references() {
-        // "aaaaaaaaaa": literal "a", then a reference of length 9 at offset 1.
-        let compressed = [0x00, b'a', 0xe0, 0x00, 0x00];
+    fn dump_payloads_round_trip_and_refuse_damage() {
+        let mut functions = Functions::default();
+        assert_eq!(read_dump(&dump(&functions)).unwrap(), Vec::<Bytes>::new());
+        let payload = latch_persist::rdb::dump_functions(&[&b"#!lua name=a\nreturn 1"[..]]);
         assert_eq!(
-            lzf_decompress(&compressed, 10).as_deref(),
-            Some(&b"aaaaaaaaaa"[..])
+            read_dump(&payload).unwrap(),
+            [Bytes::from_static(b"#!lua name=a\nreturn 1")]
         );
+        let mut damaged = payload.clone();
+        damaged[3] ^= 1;
+        assert_eq!(
+            read_dump(&damaged).unwrap_err(),
+            b"ERR DUMP payload version or checksum are wrong"
+        );
+        functions.flush();
     }
 
     #[test]

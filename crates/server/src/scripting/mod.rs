@@ -148,6 +148,9 @@ pub struct Scripting {
     /// sees the other's globals or garbage). Locked only by the holder of the claim.
     eval: Mutex<Option<Engine>>,
     functions: Mutex<Option<Engine>>,
+    /// Every function library's code, kept beside the VM for snapshots (which must not
+    /// wait for the claim a long script holds).
+    pub library_codes: Mutex<Vec<bytes::Bytes>>,
 }
 
 impl Default for Scripting {
@@ -162,6 +165,7 @@ impl Scripting {
             run: Arc::new(RunState::new()),
             eval: Mutex::new(None),
             functions: Mutex::new(None),
+            library_codes: Mutex::new(Vec::new()),
         }
     }
 

@@ -11,6 +11,8 @@ pub struct TestServer {
     pub port: u16,
     child: Child,
     pub dir: std::path::PathBuf,
+    /// Leave `dir` behind on drop (another server restarts over it).
+    keep_dir: bool,
 }
 
 /// Whether process `pid` holds a listening TCP socket on `port` (from /proc: the socket
@@ -54,10 +56,20 @@ fn free_port() -> u16 {
 impl TestServer {
     /// Starts a server with extra redis-server style options (`["--hz", "100"]`).
     pub fn start(extra: &[&str]) -> TestServer {
+        TestServer::start_in(None, extra)
+    }
+
+    /// Starts a server whose `dir` is `dir` (a restart over an earlier server's files), or a
+    /// fresh temporary directory.
+    pub fn start_in(dir: Option<&std::path::Path>, extra: &[&str]) -> TestServer {
         for _ in 0..5 {
             let port = free_port();
-            let dir =
-                std::env::temp_dir().join(format!("latch-test-{}-{port}", std::process::id()));
+            let dir = match dir {
+                Some(dir) => dir.to_path_buf(),
+                None => {
+                    std::env::temp_dir().join(format!("latch-test-{}-{port}", std::process::id()))
+                }
+            };
             std::fs::create_dir_all(&dir).expect("temp dir");
             let child = Command::new(env!("CARGO_BIN_EXE_latch-server"))
                 .args([
@@ -71,17 +83,33 @@ impl TestServer {
                 // DEBUG is on, as in Redis' own test configuration (its default is off).
                 .args(["--enable-debug-command", "yes"])
                 .args(extra)
-                .stdout(Stdio::null())
+                // The log (stdout, as redis-server's) goes to the same file.
+                .stdout(
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(dir.join("stderr.log"))
+                        .map(Stdio::from)
+                        .unwrap_or_else(|_| Stdio::null()),
+                )
                 // The server's own log stays in its directory: a test that sees the
                 // connection drop can be explained from it.
                 .stderr(
-                    std::fs::File::create(dir.join("stderr.log"))
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(dir.join("stderr.log"))
                         .map(Stdio::from)
                         .unwrap_or_else(|_| Stdio::null()),
                 )
                 .spawn()
                 .expect("start latch-server");
-            let mut server = TestServer { port, child, dir };
+            let mut server = TestServer {
+                port,
+                child,
+                dir,
+                keep_dir: false,
+            };
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
                 // Our own process must hold the listening socket: a port the OS handed out
@@ -143,6 +171,29 @@ impl TestServer {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// SIGKILL (a crash): the process dies at once; its directory is kept for a restart.
+    pub fn kill_keep_files(mut self) -> std::path::PathBuf {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.keep_dir = true;
+        self.dir.clone()
+    }
+
+    /// A clean `SHUTDOWN` (with `how`, e.g. "NOSAVE", or "" for the default); the directory
+    /// is kept for a restart.
+    pub fn shutdown_keep_files(mut self, how: &str) -> std::path::PathBuf {
+        let mut conn = self.raw();
+        let mut command = vec![&b"SHUTDOWN"[..]];
+        if !how.is_empty() {
+            command.push(how.as_bytes());
+        }
+        conn.send(&encode(&command));
+        let status = self.wait_exit(Duration::from_secs(30));
+        assert!(status.is_some(), "the server did not exit after SHUTDOWN");
+        self.keep_dir = true;
+        self.dir.clone()
+    }
 }
 
 impl Drop for TestServer {
@@ -150,14 +201,18 @@ impl Drop for TestServer {
         // A server that died under a test is the failure to explain: show its log.
         // So is a panic in one of its connection tasks.
         let log = std::fs::read_to_string(self.dir.join("stderr.log")).unwrap_or_default();
-        if let Ok(Some(status)) = self.child.try_wait() {
+        if self.keep_dir {
+            // Stopped on purpose by the test.
+        } else if let Ok(Some(status)) = self.child.try_wait() {
             eprintln!("latch-server exited early ({status}); its log:\n{log}");
         } else if log.contains("panicked") {
             eprintln!("latch-server panicked; its log:\n{log}");
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if !self.keep_dir {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 

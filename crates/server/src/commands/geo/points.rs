@@ -29,6 +29,7 @@ pub(super) fn geoadd(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     // Every position is checked before anything changes.
     let mut points = Vec::with_capacity(triples.len() / 3);
+    let mut scores = Vec::with_capacity(triples.len() / 3);
     for triple in triples.chunks_exact(3) {
         let score = match parse_lon_lat(&triple[0], &triple[1]) {
             Ok([longitude, latitude]) => hash::score_of(longitude, latitude).unwrap_or(0),
@@ -38,6 +39,7 @@ pub(super) fn geoadd(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             }
         };
         points.push((score as f64, &triple[2][..]));
+        scores.push(score);
     }
     let db = ctx.db();
     let key = &args[1][..];
@@ -78,6 +80,18 @@ pub(super) fn geoadd(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     if added + updated > 0 {
         ctx.keys.signal_modified(db, key);
+        // Logged as the ZADD it amounts to (options kept, each position as its score), as
+        // Redis does.
+        ctx.propagate_with(|| {
+            let mut logged = Vec::with_capacity(first + triples.len() / 3 * 2);
+            logged.push(Bytes::from_static(b"zadd"));
+            logged.extend(args[1..first].iter().cloned());
+            for (score, triple) in scores.iter().zip(triples.chunks_exact(3)) {
+                logged.push(Bytes::from(score.to_string()));
+                logged.push(triple[2].clone());
+            }
+            logged
+        });
     }
     ctx.reply.integer(if ch { added + updated } else { added });
 }

@@ -138,6 +138,15 @@ fn hincrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     };
     let text = sum.to_human();
     ctx.reply.bulk(&text);
+    // Logged as the value it stored, as Redis does: a replay then cannot round or format
+    // the sum differently.
+    let logged = Bytes::from(text.clone());
     fields.insert(args[2].to_vec(), text);
     ctx.keys.signal_modified(db, key);
+    ctx.propagate(vec![
+        Bytes::from_static(b"HSET"),
+        args[1].clone(),
+        args[2].clone(),
+        logged,
+    ]);
 }

@@ -287,15 +287,20 @@ fn set_expiry(ctx: &mut Ctx<'_, '_>, args: &[Bytes], base: Base, unit_ms: i64, n
         ctx.reply.integer(0);
         return;
     }
-    // A deadline already reached deletes the key (Redis: `when <= now`).
-    if when_ms <= now.wall_ms {
+    // A deadline already reached deletes the key (Redis: `when <= now`), logged as the DEL
+    // it was. Not while loading: the key then gets its past deadline, as in Redis, and the
+    // logged DEL that followed removes it.
+    let passed = when_ms <= now.wall_ms;
+    if passed && !now.loading {
         ctx.keys.remove(db, &args[1]);
         ctx.keys.signal_modified(db, &args[1]);
         ctx.reply.integer(1);
+        ctx.propagate_with(|| vec![Bytes::from_static(b"DEL"), args[1].clone()]);
         return;
     }
     let deadline = match base {
         Base::Absolute => Some(Deadline::at_wall(when_ms)),
+        Base::Relative if passed => Some(Deadline::at_wall(when_ms)),
         Base::Relative => Deadline::after(now, amount_ms),
     };
     let Some(deadline) = deadline else {
@@ -306,6 +311,19 @@ fn set_expiry(ctx: &mut Ctx<'_, '_>, args: &[Bytes], base: Base, unit_ms: i64, n
     ctx.keys.set_deadline(db, &args[1], Some(deadline));
     ctx.keys.signal_modified(db, &args[1]);
     ctx.reply.integer(1);
+    // Logged as PEXPIREAT with the absolute time (conditions kept), as Redis does: a replay
+    // later must not move the deadline. PEXPIREAT itself is logged as it came.
+    if !(base == Base::Absolute && unit_ms == 1) {
+        ctx.propagate_with(|| {
+            let mut logged = vec![
+                Bytes::from_static(b"PEXPIREAT"),
+                args[1].clone(),
+                Bytes::from(when_ms.to_string()),
+            ];
+            logged.extend(args[3..].iter().cloned());
+            logged
+        });
+    }
 }
 
 /// What the TTL family reports.

@@ -170,6 +170,14 @@ pub(super) fn try_mpop(ctx: &mut Ctx<'_, '_>, request: &MpopRequest<'_>) -> bool
         for element in &popped {
             ctx.reply.bulk(element);
         }
+        // Logged as the plain pop it amounted to (with the count it took), as Redis does.
+        ctx.propagate_with(|| {
+            vec![
+                pop_command(request.end),
+                key.clone(),
+                Bytes::from(popped.len().to_string()),
+            ]
+        });
         return true;
     }
     false
@@ -199,8 +207,10 @@ pub(super) fn rpoplpush(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 pub(super) enum Moved {
     /// The source had nothing; nothing was answered.
     SourceEmpty,
-    /// Answered (the element, or WRONGTYPE).
-    Answered,
+    /// Moved and answered.
+    Done,
+    /// Answered WRONGTYPE.
+    Refused,
 }
 
 /// Moves one element from `from` of `source` to `to` of `destination` (which may be the same
@@ -216,7 +226,7 @@ pub(super) fn try_move(
     match list_at(ctx.keys, db, source) {
         Err(WrongType) => {
             ctx.reply.error(err::WRONGTYPE);
-            return Moved::Answered;
+            return Moved::Refused;
         }
         Ok(None) => return Moved::SourceEmpty,
         Ok(Some(list)) if list.is_empty() => return Moved::SourceEmpty,
@@ -225,7 +235,7 @@ pub(super) fn try_move(
     // The destination's type is checked before anything is popped.
     if destination != source && list_at(ctx.keys, db, destination).is_err() {
         ctx.reply.error(err::WRONGTYPE);
-        return Moved::Answered;
+        return Moved::Refused;
     }
     let element = match list_at(ctx.keys, db, source) {
         Ok(Some(list)) => pop_at(list, from),
@@ -246,7 +256,7 @@ pub(super) fn try_move(
     remove_if_empty(ctx.keys, db, source);
     ctx.keys.signal_modified(db, source);
     ctx.reply.bulk(&element);
-    Moved::Answered
+    Moved::Done
 }
 
 fn move_generic(ctx: &mut Ctx<'_, '_>, source: &[u8], destination: &[u8], from: End, to: End) {
@@ -288,6 +298,8 @@ fn blocking_pop(ctx: &mut Ctx<'_, '_>, args: &[Bytes], end: End) {
             ctx.reply.array(2);
             ctx.reply.bulk(key);
             ctx.reply.bulk(&element);
+            // Logged as the plain pop it amounted to, as Redis does.
+            ctx.propagate_with(|| vec![pop_command(end), key.clone()]);
             return;
         }
     }
@@ -317,7 +329,7 @@ pub(super) fn blmove(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let Some(timeout) = gate::block_timeout(ctx.reply, &args[5]) else {
         return;
     };
-    blocking_move(ctx, args, from, to, timeout);
+    blocking_move(ctx, args, from, to, timeout, b"LMOVE");
 }
 
 /// BRPOPLPUSH source destination timeout: BLMOVE source destination RIGHT LEFT timeout.
@@ -325,26 +337,61 @@ pub(super) fn brpoplpush(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let Some(timeout) = gate::block_timeout(ctx.reply, &args[3]) else {
         return;
     };
-    blocking_move(ctx, args, End::Tail, End::Head, timeout);
+    blocking_move(ctx, args, End::Tail, End::Head, timeout, b"RPOPLPUSH");
 }
 
 /// Moves one element as LMOVE does, or blocks on the source. A retry answers WRONGTYPE for
 /// a destination of another type (as Redis does) but keeps waiting while the source is not
-/// a list.
+/// a list. A move is logged as `plain` (LMOVE or RPOPLPUSH), the command it amounted to.
 fn blocking_move(
     ctx: &mut Ctx<'_, '_>,
     args: &[Bytes],
     from: End,
     to: End,
     timeout: Option<std::time::Duration>,
+    plain: &'static [u8],
 ) {
     let (source, destination) = (&args[1], &args[2]);
     let db = ctx.db();
-    let source_unusable = gate::is_retry(ctx) && list_at(ctx.keys, db, source).is_err();
-    if source_unusable {
+    let retry = gate::is_retry(ctx);
+    if retry && list_at(ctx.keys, db, source).is_err() {
         return;
     }
-    if let Moved::SourceEmpty = try_move(ctx, source, destination, from, to) {
-        gate::block(ctx, args, &args[1..2], timeout, true);
+    match try_move(ctx, source, destination, from, to) {
+        Moved::SourceEmpty => gate::block(ctx, args, &args[1..2], timeout, true),
+        Moved::Refused => {}
+        Moved::Done => ctx.propagate_with(|| {
+            let mut logged = vec![
+                Bytes::from_static(plain),
+                source.clone(),
+                destination.clone(),
+            ];
+            if plain == b"LMOVE" {
+                // Redis logs the directions as given, or in its own words once the client
+                // was served after blocking.
+                if retry {
+                    logged.extend([end_word(from), end_word(to)]);
+                } else {
+                    logged.extend([args[3].clone(), args[4].clone()]);
+                }
+            }
+            logged
+        }),
     }
+}
+
+/// The plain pop from `end`: `LPOP` or `RPOP`.
+fn pop_command(end: End) -> Bytes {
+    Bytes::from_static(match end {
+        End::Head => b"LPOP",
+        End::Tail => b"RPOP",
+    })
+}
+
+/// `left` or `right`, as Redis spells a direction it logs.
+fn end_word(end: End) -> Bytes {
+    Bytes::from_static(match end {
+        End::Head => b"left",
+        End::Tail => b"right",
+    })
 }

@@ -219,10 +219,26 @@ fn spop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             chosen
         }
     };
-    if members.is_empty() {
+    let emptied = members.is_empty();
+    if emptied {
         ctx.keys.remove(db, key);
     }
     ctx.keys.signal_modified(db, key);
+    // Logged as the removal of the members it chose, as Redis does: a DEL when a count took
+    // the whole set, else one SREM per member.
+    if emptied && count.is_some() {
+        ctx.propagate_with(|| vec![Bytes::from_static(b"DEL"), args[1].clone()]);
+    } else {
+        for member in &popped {
+            ctx.propagate_with(|| {
+                vec![
+                    Bytes::from_static(b"SREM"),
+                    args[1].clone(),
+                    Bytes::copy_from_slice(member),
+                ]
+            });
+        }
+    }
     // Redis counts one change per member popped.
     ctx.keys
         .add_dirty(db, key, popped.len().saturating_sub(1) as u64);

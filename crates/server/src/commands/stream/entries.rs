@@ -200,6 +200,8 @@ struct AddTrimArgs {
     new_id: NewId,
     no_mkstream: bool,
     trim: Option<Trim>,
+    /// Where the trim threshold is (the `~` or `=` before it, if any, is just before).
+    threshold_at: usize,
 }
 
 /// Redis' cap on the work an approximate trim may do when no LIMIT is given.
@@ -222,6 +224,7 @@ fn parse_add_or_trim(ctx: &mut Ctx<'_, '_>, args: &[Bytes], xadd: bool) -> Optio
         new_id: NewId::Auto,
         no_mkstream: false,
         trim: None,
+        threshold_at: 0,
     };
     let mut to: Option<TrimTo> = None;
     let mut approx = false;
@@ -245,6 +248,7 @@ fn parse_add_or_trim(ctx: &mut Ctx<'_, '_>, args: &[Bytes], xadd: bool) -> Optio
             } else if more >= 2 && &args[i + 1][..] == b"=" {
                 i += 1;
             }
+            parsed.threshold_at = i + 1;
             let threshold = &args[i + 1];
             if is(opt, "MAXLEN") {
                 let Some(max) = parse_i64(threshold) else {
@@ -306,6 +310,9 @@ fn parse_add_or_trim(ctx: &mut Ctx<'_, '_>, args: &[Bytes], xadd: bool) -> Optio
         return None;
     }
     let limit = match limit {
+        // Replaying the log, as Redis does for its own: an approximate trim was logged as
+        // the exact one it amounted to (LIMIT kept), which must not be limited.
+        _ if ctx.now().loading => 0,
         Some(_) if !approx => {
             ctx.reply
                 .error(b"ERR syntax error, LIMIT cannot be used without the special ~ option");
@@ -363,9 +370,51 @@ fn xadd(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         Ok(id) => {
             reply_id(ctx.reply, id);
             ctx.keys.signal_modified(db, key);
+            log_add_or_trim(ctx, args, &parsed, Some(id));
         }
         Err(message) => ctx.reply.error(message),
     }
+}
+
+/// Logs an XADD or XTRIM that changed the stream so that a replay does exactly the same, as
+/// Redis does: a generated ID (`*`, `<ms>-*`) is written out, and an approximate trim
+/// (which depends on how entries fell into nodes) becomes the exact trim it amounted to.
+fn log_add_or_trim(
+    ctx: &mut Ctx<'_, '_>,
+    args: &[Bytes],
+    parsed: &AddTrimArgs,
+    added: Option<StreamId>,
+) {
+    let generated = added.filter(|_| !matches!(parsed.new_id, NewId::Exact(_)));
+    let approx = parsed.trim.filter(|trim| trim.approx);
+    if generated.is_none() && approx.is_none() {
+        return;
+    }
+    let threshold = match approx.map(|trim| trim.to) {
+        None => None,
+        Some(to) => match stream_at(ctx.keys, ctx.db(), &args[1]) {
+            Ok(Some(stream)) => Some(match to {
+                TrimTo::MaxLen(_) => stream.len().to_string(),
+                TrimTo::MinId(_) => stream
+                    .first_entry()
+                    .map_or(StreamId::MAX, |(id, _)| *id)
+                    .to_string(),
+            }),
+            // Not reached: trimming leaves the (possibly empty) stream in place.
+            _ => None,
+        },
+    };
+    ctx.propagate_with(|| {
+        let mut logged = args.to_vec();
+        if let Some(threshold) = threshold {
+            logged[parsed.threshold_at - 1] = Bytes::from_static(b"=");
+            logged[parsed.threshold_at] = Bytes::from(threshold);
+        }
+        if let Some(id) = generated {
+            logged[parsed.id_pos] = Bytes::from(id.to_string());
+        }
+        logged
+    });
 }
 
 /// Adds one entry and trims as asked; the new ID or Redis' error.
@@ -411,6 +460,7 @@ fn xtrim(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let removed = found.map_or(0, |stream| stream.trim(trim));
     if removed > 0 {
         ctx.keys.signal_modified(db, &args[1]);
+        log_add_or_trim(ctx, args, &parsed, None);
     }
     ctx.reply.integer(removed as i64);
 }

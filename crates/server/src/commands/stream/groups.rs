@@ -5,9 +5,9 @@ use latch_keyspace::stream::{Group as ConsumerGroup, Pending, StreamId};
 use latch_keyspace::{Stream, Value};
 
 use super::{
-    no_group_for_key, no_key_or_group, now_ms, parse_id, parse_strict_id, range_end_or_reply,
-    range_start_or_reply, reply_entry, reply_id, stream_at, stream_or_reply, strict_id_or_reply,
-    Deferred, WrongType,
+    log_group_id, log_xclaim, no_group_for_key, no_key_or_group, now_ms, parse_id, parse_strict_id,
+    range_end_or_reply, range_start_or_reply, reply_entry, reply_id, stream_at, stream_or_reply,
+    strict_id_or_reply, Deferred, WrongType,
 };
 use crate::commands::client::{help_reply, subcommand_syntax_error};
 use crate::commands::{err, is, parse_i64, Ctx};
@@ -611,8 +611,9 @@ struct ClaimTerms<'a> {
 enum Claimed {
     /// Taken by the consumer.
     Taken,
-    /// The entry is gone from the stream; its pending record was dropped (if there was one).
-    Deleted(bool),
+    /// The entry is gone from the stream; its pending record was dropped (if there was one,
+    /// here as it was).
+    Deleted(Option<Pending>),
     /// Not pending (and not forced), or not idle long enough.
     Skipped,
 }
@@ -633,7 +634,9 @@ fn claim_one(
         return Claimed::Skipped;
     };
     if !exists {
-        return Claimed::Deleted(group.ack(id));
+        let dropped = group.pending.get(&id).cloned();
+        group.ack(id);
+        return Claimed::Deleted(dropped);
     }
     let pending = group.pending.get(&id).map(|p| p.delivery_ms);
     match pending {
@@ -777,28 +780,63 @@ fn xclaim(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         return;
     };
     let mut changed = false;
+    // The new last ID needs logging unless an XCLAIM logged below carries it.
+    let mut log_last_id = false;
     if let Some(group) = stream.groups.get_mut(&args[2][..]) {
         if last_id > group.last_id {
             group.last_id = last_id;
             changed = true;
+            log_last_id = true;
         }
     }
+    let logging = ctx.server.persistence.is_logging();
+    let mut logged = Vec::new();
     let mut out = Deferred::new(ctx.reply);
     let mut consumer_seen = false;
-    for id in ids {
-        match claim_one(stream, &args[2], id, &terms, force, &mut consumer_seen) {
+    for (at, id) in ids.into_iter().enumerate() {
+        let outcome = claim_one(stream, &args[2], id, &terms, force, &mut consumer_seen);
+        let touched = match outcome {
             Claimed::Taken => {
                 reply_claimed(&mut out.scratch, stream, id, justid);
                 out.count += 1;
-                changed = true;
+                stream
+                    .groups
+                    .get(&args[2][..])
+                    .and_then(|g| g.pending.get(&id))
+                    .cloned()
             }
-            Claimed::Deleted(dropped) => changed |= dropped,
-            Claimed::Skipped => {}
+            Claimed::Deleted(dropped) => dropped,
+            Claimed::Skipped => None,
+        };
+        let Some(pending) = touched else {
+            continue;
+        };
+        changed = true;
+        log_last_id = false;
+        if logging {
+            let group_last = stream
+                .groups
+                .get(&args[2][..])
+                .map_or(last_id, |g| g.last_id);
+            // The ID as the client wrote it, as Redis logs it.
+            let id_arg = args[5 + at].clone();
+            logged.push(log_xclaim(&args[1], &args[2], id_arg, &pending, group_last));
+        }
+    }
+    if log_last_id && logging {
+        if let Some(group) = stream.groups.get(&args[2][..]) {
+            logged.push(log_group_id(&args[1], &args[2], group));
         }
     }
     out.finish_array(ctx.reply);
     if changed {
         ctx.keys.signal_modified(db, &args[1]);
+    }
+    // Logged as the exact changes (a claim depends on the time and on idle times), as
+    // Redis does.
+    ctx.propagate_nothing();
+    for entry in logged {
+        ctx.propagate(entry);
     }
 }
 
@@ -856,6 +894,8 @@ fn xautoclaim(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         justid,
         now,
     };
+    let logging = ctx.server.persistence.is_logging();
+    let mut logged = Vec::new();
     let mut attempts = count.saturating_mul(AUTOCLAIM_ATTEMPTS_FACTOR);
     let mut claimed = Deferred::new(ctx.reply);
     let mut deleted: Vec<StreamId> = Vec::new();
@@ -881,19 +921,31 @@ fn xautoclaim(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             break;
         };
         cursor = Some(id);
-        match claim_one(stream, &args[2], id, &terms, false, &mut consumer_seen) {
+        let touched = match claim_one(stream, &args[2], id, &terms, false, &mut consumer_seen) {
             Claimed::Taken => {
                 reply_claimed(&mut claimed.scratch, stream, id, justid);
                 claimed.count += 1;
-                count -= 1;
-                changed = true;
+                stream
+                    .groups
+                    .get(&args[2][..])
+                    .and_then(|g| g.pending.get(&id))
+                    .cloned()
             }
-            Claimed::Deleted(_) => {
+            Claimed::Deleted(dropped) => {
                 deleted.push(id);
-                count -= 1;
-                changed = true;
+                dropped
             }
-            Claimed::Skipped => {}
+            Claimed::Skipped => continue,
+        };
+        count -= 1;
+        changed = true;
+        if let Some(pending) = touched.filter(|_| logging) {
+            let group_last = stream
+                .groups
+                .get(&args[2][..])
+                .map_or(StreamId::MIN, |g| g.last_id);
+            let id_arg = Bytes::from(id.to_string());
+            logged.push(log_xclaim(&args[1], &args[2], id_arg, &pending, group_last));
         }
     }
     let next_cursor = if exhausted {
@@ -923,5 +975,11 @@ fn xautoclaim(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     if changed {
         ctx.keys.signal_modified(db, &args[1]);
+    }
+    // Logged as the exact changes (a claim depends on the time and on idle times), as
+    // Redis does.
+    ctx.propagate_nothing();
+    for entry in logged {
+        ctx.propagate(entry);
     }
 }

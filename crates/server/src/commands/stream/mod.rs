@@ -13,7 +13,8 @@ mod groups;
 mod info;
 mod read;
 
-use latch_keyspace::stream::{Fields, NodeLimits, StreamId};
+use bytes::Bytes;
+use latch_keyspace::stream::{Fields, Group as ConsumerGroup, NodeLimits, Pending, StreamId};
 use latch_keyspace::{Locked, Stream, Value};
 use latch_protocol::Reply;
 
@@ -251,6 +252,49 @@ impl Deferred {
         reply.array(self.count);
         reply.raw(self.scratch.buffer());
     }
+}
+
+/// Redis' `streamPropagateXCLAIM`: what consumer group reads and claims are logged as, one
+/// XCLAIM per pending entry they touched, giving it exactly its owner, delivery time and
+/// count (FORCE creates it, JUSTID leaves the count alone) and the group its last ID. For
+/// an entry gone from the stream, replaying it drops the pending entry, as the claim did.
+fn log_xclaim(
+    key: &Bytes,
+    group: &[u8],
+    id: Bytes,
+    pending: &Pending,
+    last_id: StreamId,
+) -> Vec<Bytes> {
+    vec![
+        Bytes::from_static(b"XCLAIM"),
+        key.clone(),
+        Bytes::copy_from_slice(group),
+        Bytes::copy_from_slice(&pending.consumer),
+        Bytes::from_static(b"0"),
+        id,
+        Bytes::from_static(b"TIME"),
+        Bytes::from(pending.delivery_ms.to_string()),
+        Bytes::from_static(b"RETRYCOUNT"),
+        Bytes::from(pending.deliveries.to_string()),
+        Bytes::from_static(b"FORCE"),
+        Bytes::from_static(b"JUSTID"),
+        Bytes::from_static(b"LASTID"),
+        Bytes::from(last_id.to_string()),
+    ]
+}
+
+/// Redis' `streamPropagateGroupID`: a group's last ID and read counter (-1: unknown), for
+/// a change no XCLAIM carries.
+fn log_group_id(key: &Bytes, group_name: &[u8], group: &ConsumerGroup) -> Vec<Bytes> {
+    vec![
+        Bytes::from_static(b"XGROUP"),
+        Bytes::from_static(b"SETID"),
+        key.clone(),
+        Bytes::copy_from_slice(group_name),
+        Bytes::from(group.last_id.to_string()),
+        Bytes::from_static(b"ENTRIESREAD"),
+        Bytes::from(group.entries_read.unwrap_or(-1).to_string()),
+    ]
 }
 
 /// `NOGROUP No such key '<key>' or consumer group '<group>'<suffix>`.

@@ -21,7 +21,10 @@ use latch_keyspace::stream::StreamId;
 use latch_keyspace::Value;
 use latch_protocol::Resp;
 
-use super::{no_key_or_group, now_ms, parse_strict_id, reply_entry, Deferred, INVALID_ID};
+use super::{
+    log_group_id, log_xclaim, no_key_or_group, now_ms, parse_strict_id, reply_entry, Deferred,
+    INVALID_ID,
+};
 use crate::commands::{err, is, parse_i64, Ctx};
 use crate::gate;
 use crate::spec::{acl, flag, keyflag, Arg, BeginSearch, CommandSpec, FindKeys, Group, KeySpec};
@@ -219,6 +222,13 @@ fn read_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], group_form: bool) {
     let Some(parsed) = parse_read(ctx, args, group_form) else {
         return;
     };
+    if group_form {
+        // Never logged as itself (a replay would deliver to whoever reads then), only as
+        // the changes it made, below, as Redis does.
+        ctx.propagate_nothing();
+    }
+    let logging = ctx.server.persistence.is_logging();
+    let mut logged: Vec<Vec<Bytes>> = Vec::new();
     let db = ctx.db();
     let keys = &args[parsed.streams_at..parsed.streams_at + parsed.streams];
     let id_args = &args[parsed.streams_at + parsed.streams..];
@@ -323,10 +333,22 @@ fn read_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], group_form: bool) {
                     out.array(2);
                 }
                 out.bulk(key);
-                let mut modified = stream
+                let created = stream
                     .groups
                     .get_mut(group_name)
                     .is_some_and(|g| g.touch_consumer(consumer, now));
+                let mut modified = created;
+                // As Redis logs it: a consumer NOACK creates is logged on its own (no XCLAIM
+                // will name it); a history read's new delivery counts are not logged.
+                if logging && created && parsed.noack {
+                    logged.push(vec![
+                        Bytes::from_static(b"XGROUP"),
+                        Bytes::from_static(b"CREATECONSUMER"),
+                        key.clone(),
+                        Bytes::copy_from_slice(group_name),
+                        Bytes::copy_from_slice(consumer),
+                    ]);
+                }
                 if history {
                     modified |=
                         reply_history(out, stream, group_name, consumer, id, parsed.count, now);
@@ -336,10 +358,20 @@ fn read_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], group_form: bool) {
                         .unwrap_or_default();
                     modified |= !ids.is_empty();
                     out.array(ids.len());
-                    for entry_id in ids {
+                    for &entry_id in &ids {
                         if let Some(fields) = stream.get(&entry_id) {
                             reply_entry(out, entry_id, fields);
                         }
+                    }
+                    if let Some(group) = stream.groups.get(group_name).filter(|_| logging) {
+                        let delivered = Delivered {
+                            key,
+                            group_name,
+                            group,
+                            last_before: group_last,
+                            noack: parsed.noack,
+                        };
+                        delivered.log(&mut logged, &ids);
                     }
                 }
                 if modified {
@@ -364,6 +396,47 @@ fn read_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], group_form: bool) {
     }
     for key in changed {
         ctx.keys.signal_modified(db, key);
+    }
+    for entry in logged {
+        ctx.propagate(entry);
+    }
+}
+
+/// New entries (XREADGROUP `>`) delivered to a group, as they are logged.
+struct Delivered<'a> {
+    key: &'a Bytes,
+    group_name: &'a [u8],
+    /// The group after the delivery.
+    group: &'a latch_keyspace::stream::Group,
+    /// The group's last ID before it.
+    last_before: StreamId,
+    noack: bool,
+}
+
+impl Delivered<'_> {
+    /// What delivering `ids` is logged as: an XCLAIM per entry made pending (as Redis logs
+    /// it, moving the group's last ID along), then the group's new last ID and read counter.
+    /// Redis logs the latter only for NOACK, which makes nothing pending; logged always, it
+    /// also keeps the read counter (`entries-read`), which XCLAIM does not carry.
+    fn log(&self, logged: &mut Vec<Vec<Bytes>>, ids: &[StreamId]) {
+        if !self.noack {
+            for &id in ids {
+                if let Some(pending) = self.group.pending.get(&id) {
+                    let id_arg = Bytes::from(id.to_string());
+                    let last_id = id.max(self.last_before);
+                    logged.push(log_xclaim(
+                        self.key,
+                        self.group_name,
+                        id_arg,
+                        pending,
+                        last_id,
+                    ));
+                }
+            }
+        }
+        if self.group.last_id != self.last_before {
+            logged.push(log_group_id(self.key, self.group_name, self.group));
+        }
     }
 }
 

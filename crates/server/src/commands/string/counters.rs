@@ -160,6 +160,9 @@ fn incrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     };
     let text = sum.to_human();
     ctx.reply.bulk(&text);
+    // Logged as the value it stored (keeping the TTL), as Redis does: a replay then cannot
+    // round or format the sum differently.
+    let logged = Bytes::from(text.clone());
     match entry {
         // Rewritten in place: the TTL stays, as with Redis' dbOverwrite.
         Some(entry) => entry.value = Value::Str(text),
@@ -168,6 +171,12 @@ fn incrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
     }
     ctx.keys.signal_modified(db, key);
+    ctx.propagate(vec![
+        Bytes::from_static(b"SET"),
+        args[1].clone(),
+        logged,
+        Bytes::from_static(b"KEEPTTL"),
+    ]);
 }
 
 /// Longest number text Redis' `string2ld` accepts (its buffer is 5 KiB with the NUL).

@@ -103,6 +103,7 @@ fn getdel(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     if ctx.keys.remove(db, key).is_some() {
         ctx.keys.signal_modified(db, key);
+        ctx.propagate_with(|| vec![Bytes::from_static(b"DEL"), args[1].clone()]);
     }
 }
 
@@ -133,23 +134,38 @@ fn getex(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     // Reply before the TTL change, which may delete the key.
     ctx.reply.bulk(bytes);
     let had_deadline = entry.deadline.is_some();
-    match deadline {
-        // An absolute time already reached deletes the key (Redis' checkAlreadyExpired:
-        // a deadline at or before now).
-        Some(deadline) if deadline.is_wall() && deadline.remaining_ms(now) <= 0 => {
+    // Never logged as GETEX (which would be relative to the time of a replay) but as the
+    // change it made, as Redis does.
+    let logged: &'static [u8] = match deadline {
+        // An absolute time already reached deletes the key (Redis' checkAlreadyExpired: a
+        // deadline at or before now, except while loading, where the logged DEL that
+        // followed does it).
+        Some(deadline) if deadline.is_wall() && deadline.remaining_ms(now) <= 0 && !now.loading => {
             ctx.keys.remove(db, key);
             ctx.keys.signal_modified(db, key);
+            b"DEL"
         }
         Some(deadline) => {
             ctx.keys.set_deadline(db, key, Some(deadline));
             ctx.keys.signal_modified(db, key);
+            let at_ms = deadline.unix_ms(now);
+            ctx.propagate_with(|| {
+                vec![
+                    Bytes::from_static(b"PEXPIREAT"),
+                    args[1].clone(),
+                    Bytes::from(at_ms.to_string()),
+                ]
+            });
+            return;
         }
         None if options.flags & opt::PERSIST != 0 && had_deadline => {
             ctx.keys.set_deadline(db, key, None);
             ctx.keys.signal_modified(db, key);
+            b"PERSIST"
         }
-        None => {}
-    }
+        None => return,
+    };
+    ctx.propagate_with(|| vec![Bytes::from_static(logged), args[1].clone()]);
 }
 
 fn mget(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {

@@ -4,7 +4,7 @@ use bytes::Bytes;
 use latch_keyspace::Value;
 
 use super::{expire_deadline, opt, parse_extended, reply_string, OptionsOf};
-use crate::commands::{arity_error, err, Ctx};
+use crate::commands::{arity_error, err, is, Ctx};
 use crate::spec::{acl, docflag, flag, keyflag, Arg, ArgType, CommandSpec, Group, KeySpec};
 
 pub const SET: CommandSpec = CommandSpec {
@@ -194,8 +194,8 @@ enum Answer {
 /// holds the parsed options; `expire` the argument of EX/PX/EXAT/PXAT when there is one.
 fn set_generic(
     ctx: &mut Ctx<'_, '_>,
-    key: &[u8],
-    value: &[u8],
+    args: &[Bytes],
+    (key, value): (&Bytes, &Bytes),
     flags: u16,
     expire: Option<&[u8]>,
     command: &str,
@@ -244,6 +244,29 @@ fn set_generic(
             Answer::OneOrZero => ctx.reply.integer(1),
         }
     }
+    if let Some(deadline) = deadline {
+        // Logged with the absolute time the key ends at, as Redis does: a replay later must
+        // not give the key a longer life than it had.
+        let at_ms = deadline.unix_ms(now);
+        ctx.propagate_with(|| {
+            vec![
+                Bytes::from_static(b"SET"),
+                key.clone(),
+                value.clone(),
+                Bytes::from_static(b"PXAT"),
+                Bytes::from(at_ms.to_string()),
+            ]
+        });
+    } else if flags & opt::GET != 0 {
+        // GET only reads: the log keeps the write without it (every GET, as Redis drops them).
+        ctx.propagate_with(|| {
+            args.iter()
+                .enumerate()
+                .filter(|(at, arg)| *at < 3 || !is(arg, "GET"))
+                .map(|(_, arg)| arg.clone())
+                .collect()
+        });
+    }
 }
 
 fn set(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
@@ -253,8 +276,8 @@ fn set(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     };
     set_generic(
         ctx,
-        &args[1],
-        &args[2],
+        args,
+        (&args[1], &args[2]),
         options.flags,
         options.expire,
         "set",
@@ -265,8 +288,8 @@ fn set(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 fn setnx(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     set_generic(
         ctx,
-        &args[1],
-        &args[2],
+        args,
+        (&args[1], &args[2]),
         opt::NX,
         None,
         "setnx",
@@ -277,8 +300,8 @@ fn setnx(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 fn setex(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     set_generic(
         ctx,
-        &args[1],
-        &args[3],
+        args,
+        (&args[1], &args[3]),
         opt::EX,
         Some(&args[2]),
         "setex",
@@ -289,8 +312,8 @@ fn setex(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 fn psetex(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     set_generic(
         ctx,
-        &args[1],
-        &args[3],
+        args,
+        (&args[1], &args[3]),
         opt::PX,
         Some(&args[2]),
         "psetex",
@@ -308,6 +331,8 @@ fn getset(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     // Like SET without options: the new value has no TTL.
     ctx.keys.set(db, key, Value::Str(args[2].to_vec()), None);
     ctx.keys.signal_modified(db, key);
+    // Logged as the SET it amounts to, as Redis does.
+    ctx.propagate_with(|| vec![Bytes::from_static(b"SET"), args[1].clone(), args[2].clone()]);
 }
 
 fn mset(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {

@@ -17,6 +17,16 @@ pub(super) enum Extreme {
     Max,
 }
 
+impl Extreme {
+    /// The plain pop from this end (what the other pops are logged as).
+    fn pop_command(self) -> Bytes {
+        Bytes::from_static(match self {
+            Extreme::Min => b"ZPOPMIN",
+            Extreme::Max => b"ZPOPMAX",
+        })
+    }
+}
+
 /// Pops up to `count` members from `key` (which must hold a sorted set), removing the key
 /// when it empties. Members come in pop order.
 fn pop_members(
@@ -167,6 +177,14 @@ pub(super) fn try_mpop(ctx: &mut Ctx<'_, '_>, request: &MpopRequest<'_>) -> bool
             ctx.reply.bulk(member);
             ctx.reply.double(*score);
         }
+        // Logged as the plain pop it amounted to (with the count it took), as Redis does.
+        ctx.propagate_with(|| {
+            vec![
+                request.extreme.pop_command(),
+                key.clone(),
+                Bytes::from(popped.len().to_string()),
+            ]
+        });
         return true;
     }
     false
@@ -213,6 +231,8 @@ fn blocking_pop(ctx: &mut Ctx<'_, '_>, args: &[Bytes], extreme: Extreme) {
             ctx.reply.bulk(key);
             ctx.reply.bulk(&member);
             ctx.reply.double(score);
+            // Logged as the plain pop it amounted to, as Redis does.
+            ctx.propagate_with(|| vec![extreme.pop_command(), key.clone()]);
             return;
         }
     }

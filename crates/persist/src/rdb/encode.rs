@@ -1,0 +1,350 @@
+//! Writing values in RDB form, choosing the encodings Redis 7.0 itself would.
+//!
+//! Encoders write into a [`Sink`], which cannot fail: the file writer buffers and keeps the
+//! first I/O error for later, so the encoders need no error paths.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use latch_keyspace::{parse_i64_strict, SortedSet, Value};
+
+use super::{intset, listpack, stream, types};
+use crate::lzf;
+
+/// Where encoded bytes go.
+pub(crate) trait Sink {
+    fn put(&mut self, bytes: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// Redis' default `list-max-listpack-size -2`: list nodes of at most 8 KB.
+const LIST_NODE_MAX_BYTES: usize = 8192;
+/// Redis' estimate of a list element's overhead when deciding whether it fits a node.
+const LIST_ELEMENT_OVERHEAD: usize = 8;
+/// List elements this large get a node of their own, stored as-is ("plain").
+const LIST_PLAIN_THRESHOLD: usize = 1 << 30;
+/// Redis 7.0's defaults for the compact encodings of sets, hashes and sorted sets. Note
+/// that hashes stay listpacks up to 512 entries (both compiled in and in the shipped
+/// redis.conf), sorted sets only up to 128.
+const SET_MAX_INTSET_ENTRIES: usize = 512;
+const HASH_MAX_LISTPACK_ENTRIES: usize = 512;
+const ZSET_MAX_LISTPACK_ENTRIES: usize = 128;
+const MAX_LISTPACK_VALUE: usize = 64;
+/// Quicklist node containers.
+pub(crate) const CONTAINER_PLAIN: u64 = 1;
+pub(crate) const CONTAINER_PACKED: u64 = 2;
+
+/// A length: 6 bits in one byte, 14 bits in two, then 32 or 64 bits big-endian after a
+/// marker byte.
+pub(crate) fn put_len(out: &mut impl Sink, len: u64) {
+    if len < 1 << 6 {
+        out.put(&[len as u8]);
+    } else if len < 1 << 14 {
+        out.put(&[0x40 | (len >> 8) as u8, len as u8]);
+    } else if let Ok(len) = u32::try_from(len) {
+        out.put(&[0x80]);
+        out.put(&len.to_be_bytes());
+    } else {
+        out.put(&[0x81]);
+        out.put(&len.to_be_bytes());
+    }
+}
+
+/// A string: as a small integer when it is the canonical form of one that fits 32 bits,
+/// LZF-compressed when longer than 20 bytes and compression saves at least 4 bytes (Redis'
+/// rule), otherwise length and bytes.
+pub(crate) fn put_string(out: &mut impl Sink, s: &[u8]) {
+    if s.len() <= 11 {
+        if let Some(v) = parse_i64_strict(s) {
+            if let Ok(v8) = i8::try_from(v) {
+                out.put(&[0xc0, v8 as u8]);
+                return;
+            }
+            if let Ok(v16) = i16::try_from(v) {
+                let b = v16.to_le_bytes();
+                out.put(&[0xc1, b[0], b[1]]);
+                return;
+            }
+            if let Ok(v32) = i32::try_from(v) {
+                let b = v32.to_le_bytes();
+                out.put(&[0xc2, b[0], b[1], b[2], b[3]]);
+                return;
+            }
+        }
+    }
+    if s.len() > 20 {
+        if let Some(packed) = lzf::compress(s).filter(|p| p.len() + 4 <= s.len()) {
+            out.put(&[0xc3]);
+            put_len(out, packed.len() as u64);
+            put_len(out, s.len() as u64);
+            out.put(&packed);
+            return;
+        }
+    }
+    put_len(out, s.len() as u64);
+    out.put(s);
+}
+
+fn put_header(out: &mut impl Sink, kind: u8, key: Option<&[u8]>) {
+    out.put(&[kind]);
+    if let Some(key) = key {
+        put_string(out, key);
+    }
+}
+
+/// A Unix time in milliseconds, 8 bytes little-endian.
+pub(crate) fn put_millis(out: &mut impl Sink, ms: i64) {
+    out.put(&ms.to_le_bytes());
+}
+
+/// Whether Redis would refuse to load the value because it is empty (every type but
+/// streams must hold something).
+pub(crate) fn is_empty_collection(value: &Value) -> bool {
+    match value {
+        Value::Str(_) | Value::Stream(_) => false,
+        Value::List(items) => items.is_empty(),
+        Value::Set(members) => members.is_empty(),
+        Value::Hash(fields) => fields.is_empty(),
+        Value::ZSet(set) => set.is_empty(),
+    }
+}
+
+/// Writes the value's type byte, then `key` when given (RDB files put the key between
+/// the two), then the value.
+pub(crate) fn put_typed_value(out: &mut impl Sink, key: Option<&[u8]>, value: &Value) {
+    match value {
+        Value::Str(s) => {
+            put_header(out, types::STRING, key);
+            put_string(out, s);
+        }
+        Value::List(items) => {
+            put_header(out, types::LIST_QUICKLIST_2, key);
+            put_list(out, items);
+        }
+        Value::Set(members) => match intset_members(members) {
+            Some(sorted) => {
+                put_header(out, types::SET_INTSET, key);
+                put_string(out, &intset::build(&sorted));
+            }
+            None => {
+                put_header(out, types::SET, key);
+                put_len(out, members.len() as u64);
+                for member in members {
+                    put_string(out, member);
+                }
+            }
+        },
+        Value::Hash(fields) => {
+            if hash_is_small(fields) {
+                put_header(out, types::HASH_LISTPACK, key);
+                let mut lp = listpack::Builder::new();
+                for (field, value) in fields {
+                    lp.push(field);
+                    lp.push(value);
+                }
+                put_string(out, &lp.finish());
+            } else {
+                put_header(out, types::HASH, key);
+                put_len(out, fields.len() as u64);
+                for (field, value) in fields {
+                    put_string(out, field);
+                    put_string(out, value);
+                }
+            }
+        }
+        Value::ZSet(set) => {
+            if zset_is_small(set) {
+                put_header(out, types::ZSET_LISTPACK, key);
+                let mut lp = listpack::Builder::new();
+                for (member, score) in set.iter() {
+                    lp.push(member);
+                    lp.push(score_text(score).as_bytes());
+                }
+                put_string(out, &lp.finish());
+            } else {
+                put_header(out, types::ZSET_2, key);
+                put_len(out, set.len() as u64);
+                // Highest first, as Redis writes them: loading then always inserts at the
+                // head of its skiplist.
+                for (member, score) in set.iter().rev() {
+                    put_string(out, member);
+                    out.put(&score.to_le_bytes());
+                }
+            }
+        }
+        Value::Stream(s) => {
+            put_header(out, types::STREAM_LISTPACKS_2, key);
+            stream::put_stream(out, s);
+        }
+    }
+}
+
+/// The members as sorted integers, when the set qualifies for an intset.
+fn intset_members(members: &HashSet<Vec<u8>>) -> Option<Vec<i64>> {
+    if members.len() > SET_MAX_INTSET_ENTRIES {
+        return None;
+    }
+    let mut values = members
+        .iter()
+        .map(|m| parse_i64_strict(m))
+        .collect::<Option<Vec<i64>>>()?;
+    values.sort_unstable();
+    Some(values)
+}
+
+fn hash_is_small(fields: &HashMap<Vec<u8>, Vec<u8>>) -> bool {
+    fields.len() <= HASH_MAX_LISTPACK_ENTRIES
+        && fields
+            .iter()
+            .all(|(f, v)| f.len() <= MAX_LISTPACK_VALUE && v.len() <= MAX_LISTPACK_VALUE)
+}
+
+fn zset_is_small(set: &SortedSet) -> bool {
+    set.len() <= ZSET_MAX_LISTPACK_ENTRIES && set.iter().all(|(m, _)| m.len() <= MAX_LISTPACK_VALUE)
+}
+
+/// A score as text that reads back as exactly the same double: integers as integers (the
+/// listpack then stores them as such, like Redis), otherwise the shortest round-trip form.
+/// Redis parses at most 127 characters of it, so large magnitudes use an exponent.
+pub(crate) fn score_text(score: f64) -> String {
+    if score.is_nan() {
+        return "nan".to_string();
+    }
+    if score.is_infinite() {
+        return if score > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    // Redis' range for printing doubles as integers: half of i64 either way.
+    const INT_LIMIT: f64 = (i64::MAX / 2) as f64;
+    if score.fract() == 0.0 && score.abs() <= INT_LIMIT {
+        if score == 0.0 && score.is_sign_negative() {
+            return "-0".to_string();
+        }
+        return (score as i64).to_string();
+    }
+    let plain = score.to_string();
+    let exponent = format!("{score:e}");
+    if exponent.len() < plain.len() {
+        exponent
+    } else {
+        plain
+    }
+}
+
+enum ListNode {
+    Packed { start: usize, count: usize },
+    Plain(usize),
+}
+
+/// A list as a quicklist of listpack nodes, split where Redis would split them.
+fn put_list(out: &mut impl Sink, items: &VecDeque<Vec<u8>>) {
+    // Plan the nodes first: the node count comes before the nodes.
+    let mut nodes = Vec::new();
+    let (mut start, mut count, mut bytes) = (0, 0, listpack::Builder::new().bytes());
+    for (i, item) in items.iter().enumerate() {
+        if item.len() >= LIST_PLAIN_THRESHOLD {
+            if count > 0 {
+                nodes.push(ListNode::Packed { start, count });
+            }
+            nodes.push(ListNode::Plain(i));
+            count = 0;
+            continue;
+        }
+        if count > 0 && bytes + item.len() + LIST_ELEMENT_OVERHEAD > LIST_NODE_MAX_BYTES {
+            nodes.push(ListNode::Packed { start, count });
+            count = 0;
+        }
+        if count == 0 {
+            start = i;
+            bytes = listpack::Builder::new().bytes();
+        }
+        bytes += listpack::element_size(item);
+        count += 1;
+    }
+    if count > 0 {
+        nodes.push(ListNode::Packed { start, count });
+    }
+    put_len(out, nodes.len() as u64);
+    for node in nodes {
+        match node {
+            ListNode::Plain(i) => {
+                put_len(out, CONTAINER_PLAIN);
+                put_string(out, &items[i]);
+            }
+            ListNode::Packed { start, count } => {
+                put_len(out, CONTAINER_PACKED);
+                let mut lp = listpack::Builder::new();
+                for item in items.range(start..start + count) {
+                    lp.push(item);
+                }
+                put_string(out, &lp.finish());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoded(s: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_string(&mut out, s);
+        out
+    }
+
+    #[test]
+    fn lengths() {
+        let cases: [(u64, &[u8]); 5] = [
+            (5, &[0x05]),
+            (300, &[0x41, 0x2c]),
+            (70_000, &[0x80, 0, 1, 0x11, 0x70]),
+            (u32::MAX as u64, &[0x80, 0xff, 0xff, 0xff, 0xff]),
+            (1 << 32, &[0x81, 0, 0, 0, 1, 0, 0, 0, 0]),
+        ];
+        for (len, bytes) in cases {
+            let mut out = Vec::new();
+            put_len(&mut out, len);
+            assert_eq!(out, bytes, "{len}");
+        }
+    }
+
+    #[test]
+    fn strings_as_redis_writes_them() {
+        assert_eq!(encoded(b"12"), [0xc0, 12]);
+        assert_eq!(encoded(b"-129"), [0xc1, 0x7f, 0xff]);
+        assert_eq!(encoded(b"100000"), [0xc2, 0xa0, 0x86, 0x01, 0x00]);
+        // Beyond 32 bits, or not canonical: plain text.
+        assert_eq!(encoded(b"4294967296"), b"\x0a4294967296");
+        assert_eq!(encoded(b"012"), b"\x03012");
+        assert_eq!(encoded(b""), [0]);
+        let long = vec![b'a'; 100];
+        assert_eq!(encoded(&long)[0], 0xc3);
+    }
+
+    #[test]
+    fn score_texts() {
+        assert_eq!(score_text(1.0), "1");
+        assert_eq!(score_text(-3.0), "-3");
+        assert_eq!(score_text(1.5), "1.5");
+        assert_eq!(score_text(f64::INFINITY), "inf");
+        assert_eq!(score_text(f64::NEG_INFINITY), "-inf");
+        assert_eq!(score_text(1e300), "1e300");
+        for v in [
+            0.1,
+            1e-300,
+            123456.789,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            9.3e18,
+            -4e-7,
+        ] {
+            let text = score_text(v);
+            assert!(text.len() < 128);
+            assert_eq!(text.parse::<f64>().unwrap(), v, "{text}");
+        }
+    }
+}

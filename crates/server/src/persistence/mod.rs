@@ -1,0 +1,339 @@
+//! Persistence: the append-only file and RDB snapshots, in Redis 7.0's formats
+//! (`latch-persist` holds the formats; this module decides when to write and fsync).
+//!
+//! - [`aof`]: the running log (append under the shard locks, write before replying, fsync
+//!   by policy with group commit).
+//! - [`aofdir`]: the AOF directory (manifest, base and incremental files): opening it at
+//!   start, and rewriting it (BGREWRITEAOF) without stopping clients.
+//! - [`snapshot`]: writing a snapshot (SAVE, BGSAVE, an AOF base) from a consistent cut,
+//!   and loading an RDB file.
+//! - [`replay`]: loading AOF command files through the gatekeeper.
+//!
+//! What a command logs: the gatekeeper collects, per keyspace view, the commands that
+//! changed something (or what their handler said to log instead, `Ctx::propagate`), and
+//! [`Persistence::commit`] appends them before the view's locks are released.
+
+pub mod aof;
+pub mod aofdir;
+pub mod replay;
+pub mod snapshot;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use tracing::{info, warn};
+
+use crate::client::Client;
+use crate::server::Server;
+use aof::{AofLog, Fsync};
+
+/// What SHUTDOWN asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ShutdownSave {
+    /// Save if save points are configured.
+    Default = 0,
+    Save = 1,
+    NoSave = 2,
+}
+
+pub struct Persistence {
+    /// True while commands are logged (the AOF is on).
+    logging: AtomicBool,
+    aof: RwLock<Option<Arc<AofLog>>>,
+    /// The AOF directory's state while the AOF is on.
+    pub dir: Mutex<Option<aofdir::AofDir>>,
+    /// The log offset where a restarted log continues, so that offsets never go back.
+    next_offset: AtomicU64,
+    /// One snapshot job at a time (a cut marks every shard; two would trip over each other).
+    pub snapshot_job: Mutex<()>,
+    pub bgsave_in_progress: AtomicBool,
+    pub rewrite_in_progress: AtomicBool,
+    pub rewrite_scheduled: AtomicBool,
+    pub last_bgsave_ok: AtomicBool,
+    pub last_rewrite_ok: AtomicBool,
+    pub last_bgsave_time_s: AtomicI64,
+    pub last_rewrite_time_s: AtomicI64,
+    pub saves: AtomicU64,
+    pub rewrites: AtomicU64,
+    /// The change counter covered by the last successful save.
+    pub dirty_at_save: AtomicU64,
+    /// Unix seconds the last save (or start-up) happened (LASTSAVE).
+    pub last_save_unix_s: AtomicI64,
+    /// Keys loaded, and keys found expired, by the last load.
+    pub loaded_keys: AtomicU64,
+    pub load_expired_keys: AtomicU64,
+    /// Monotonic keyspace milliseconds until which writes are refused (`restart-delay`
+    /// after an unclean shutdown); 0 for none.
+    restart_delay_until_ms: AtomicU64,
+    shutdown_save: AtomicU8,
+    /// Whether this run found the previous one ended without a clean shutdown.
+    pub unclean_start: AtomicBool,
+}
+
+/// Marks a running server in its `dir`: present at start means the last run did not shut
+/// down cleanly (killed, crashed, power lost).
+const RUNNING_MARKER: &str = "latch.running";
+
+impl Default for Persistence {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Persistence {
+    pub fn new() -> Persistence {
+        Persistence {
+            logging: AtomicBool::new(false),
+            aof: RwLock::new(None),
+            dir: Mutex::new(None),
+            next_offset: AtomicU64::new(1),
+            snapshot_job: Mutex::new(()),
+            bgsave_in_progress: AtomicBool::new(false),
+            rewrite_in_progress: AtomicBool::new(false),
+            rewrite_scheduled: AtomicBool::new(false),
+            last_bgsave_ok: AtomicBool::new(true),
+            last_rewrite_ok: AtomicBool::new(true),
+            last_bgsave_time_s: AtomicI64::new(-1),
+            last_rewrite_time_s: AtomicI64::new(-1),
+            saves: AtomicU64::new(0),
+            rewrites: AtomicU64::new(0),
+            dirty_at_save: AtomicU64::new(0),
+            last_save_unix_s: AtomicI64::new(0),
+            loaded_keys: AtomicU64::new(0),
+            load_expired_keys: AtomicU64::new(0),
+            restart_delay_until_ms: AtomicU64::new(0),
+            shutdown_save: AtomicU8::new(ShutdownSave::Default as u8),
+            unclean_start: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether commands are being logged. One relaxed load: handlers ask it per write.
+    pub fn is_logging(&self) -> bool {
+        self.logging.load(Ordering::Relaxed)
+    }
+
+    pub fn aof(&self) -> Option<Arc<AofLog>> {
+        self.aof.read().clone()
+    }
+
+    /// Starts logging into an open log.
+    pub(crate) fn attach(&self, log: Arc<AofLog>) {
+        *self.aof.write() = Some(log);
+        self.logging.store(true, Ordering::Release);
+    }
+
+    /// Stops logging: writes and syncs what is pending.
+    pub(crate) fn detach(&self) {
+        self.logging.store(false, Ordering::Release);
+        let log = self.aof.write().take();
+        if let Some(log) = log {
+            log.stop();
+            self.next_offset
+                .store(log.appended() + 1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn next_offset(&self) -> u64 {
+        self.next_offset.load(Ordering::Relaxed)
+    }
+
+    /// Appends what the client's commands under the current view changed, while the view
+    /// still holds its locks. `atomic`: a transaction's or a script's effects, wrapped in
+    /// MULTI/EXEC when there are several.
+    pub fn commit(&self, client: &mut Client, atomic: bool) {
+        if client.propagated.is_empty() {
+            return;
+        }
+        if let Some(log) = self.aof.read().as_ref() {
+            let offset = log.append(&client.propagated, atomic);
+            client.durable_at = client.durable_at.max(offset);
+        }
+        client.propagated.clear();
+    }
+
+    /// Logs `DEL`s for keys the active expiry removed (called under their shard's lock).
+    pub fn log_expired(&self, removed: &[(usize, Box<[u8]>)]) {
+        if !self.is_logging() {
+            return;
+        }
+        if let Some(log) = self.aof.read().as_ref() {
+            log.append_expired(removed);
+        }
+    }
+
+    /// Before a connection sends replies: its logged writes are in the file, and with
+    /// `appendfsync always` on disk.
+    pub async fn before_reply(&self, client: &mut Client) {
+        let offset = std::mem::take(&mut client.durable_at);
+        if offset == 0 {
+            return;
+        }
+        let Some(log) = self.aof() else {
+            return;
+        };
+        log.write_through(offset);
+        log.wait_synced(offset).await;
+    }
+
+    pub fn set_fsync(&self, policy: &str) {
+        if let Some(log) = self.aof() {
+            log.set_policy(Fsync::from_name(policy));
+        }
+    }
+
+    pub fn request_shutdown_save(&self, mode: ShutdownSave) {
+        self.shutdown_save.store(mode as u8, Ordering::Relaxed);
+    }
+
+    /// Milliseconds left of the `restart-delay` write refusal (0 once over).
+    pub fn restart_delay_left_ms(&self, server: &Server) -> u64 {
+        let until = self.restart_delay_until_ms.load(Ordering::Relaxed);
+        if until == 0 {
+            return 0;
+        }
+        let now = server.keyspace.clock().now().mono_ms;
+        if now >= until {
+            self.restart_delay_until_ms.store(0, Ordering::Relaxed);
+            info!("restart-delay is over: writes are accepted");
+            return 0;
+        }
+        until - now
+    }
+
+    /// Changes since the last successful save.
+    pub fn changes_since_save(&self, server: &Server) -> u64 {
+        server
+            .keyspace
+            .dirty()
+            .saturating_sub(self.dirty_at_save.load(Ordering::Relaxed))
+    }
+}
+
+/// Where a file of the server lives (`dir` is the process' working directory, as in Redis).
+pub fn path_in_dir(name: &str) -> PathBuf {
+    Path::new(name).to_path_buf()
+}
+
+/// Loads the data at start (the AOF when `appendonly yes`, else the RDB file), starts the
+/// log, and arms `restart-delay` after an unclean shutdown.
+pub fn start(server: &Arc<Server>) -> anyhow::Result<()> {
+    let persistence = &server.persistence;
+    let marker = path_in_dir(RUNNING_MARKER);
+    let unclean = marker.exists();
+    persistence.unclean_start.store(unclean, Ordering::Relaxed);
+    let started = std::time::Instant::now();
+    server.keyspace.set_loading(true);
+    let loaded = if server.config.appendonly() {
+        aofdir::open_at_start(server)
+    } else {
+        let rdb = path_in_dir(&server.config.dbfilename());
+        if rdb.exists() {
+            snapshot::load_rdb_file(server, &rdb).map(|_| ())
+        } else {
+            Ok(())
+        }
+    };
+    server.keyspace.set_loading(false);
+    loaded?;
+    let keys = persistence.loaded_keys.load(Ordering::Relaxed);
+    if keys > 0 {
+        info!(
+            keys,
+            seconds = started.elapsed().as_secs_f64(),
+            "DB loaded from disk"
+        );
+    }
+    persistence
+        .dirty_at_save
+        .store(server.keyspace.dirty(), Ordering::Relaxed);
+    persistence
+        .last_save_unix_s
+        .store(server.keyspace.clock().now().wall_s(), Ordering::Relaxed);
+    let delay_ms = server.config.restart_delay_ms();
+    if unclean && delay_ms > 0 {
+        let now = server.keyspace.clock().now().mono_ms;
+        persistence
+            .restart_delay_until_ms
+            .store(now + delay_ms, Ordering::Relaxed);
+        warn!(
+            delay_ms,
+            "the last run did not shut down cleanly: refusing writes for restart-delay"
+        );
+    }
+    if let Err(error) = std::fs::write(&marker, std::process::id().to_string()) {
+        warn!(%error, "could not write the running marker in dir");
+    }
+    Ok(())
+}
+
+/// At exit: the log written and synced, a final snapshot when save points are set (or
+/// SHUTDOWN SAVE) unless SHUTDOWN NOSAVE, and the running marker removed.
+pub fn shut_down(server: &Arc<Server>) {
+    let persistence = &server.persistence;
+    let mode = persistence.shutdown_save.load(Ordering::Relaxed);
+    let save = match mode {
+        1 => true,
+        2 => false,
+        _ => !server.config.save_params().is_empty(),
+    };
+    persistence.detach();
+    if save {
+        info!("saving the final RDB snapshot before exiting");
+        match snapshot::save(server) {
+            Ok(()) => info!("DB saved on disk"),
+            Err(error) => warn!(%error, "error saving the final snapshot"),
+        }
+    }
+    let _ = std::fs::remove_file(path_in_dir(RUNNING_MARKER));
+}
+
+/// Background duties at `hz`: save points and automatic AOF rewrites.
+pub fn cron(server: &Arc<Server>) {
+    let persistence = &server.persistence;
+    if server.is_shutting_down() {
+        return;
+    }
+    let now_s = server.keyspace.clock().now().wall_s();
+    if !persistence.bgsave_in_progress.load(Ordering::Relaxed)
+        && !persistence.rewrite_in_progress.load(Ordering::Relaxed)
+    {
+        let changes = persistence.changes_since_save(server);
+        let since_s = now_s - persistence.last_save_unix_s.load(Ordering::Relaxed);
+        let due = server
+            .config
+            .save_params()
+            .iter()
+            .any(|&(seconds, min_changes)| changes >= min_changes as u64 && since_s >= seconds);
+        if due && changes > 0 {
+            info!(changes, seconds = since_s, "save point reached: saving");
+            snapshot::bgsave(server);
+        }
+    }
+    if persistence.rewrite_scheduled.load(Ordering::Relaxed)
+        && !persistence.rewrite_in_progress.load(Ordering::Relaxed)
+        && !persistence.bgsave_in_progress.load(Ordering::Relaxed)
+    {
+        persistence
+            .rewrite_scheduled
+            .store(false, Ordering::Relaxed);
+        aofdir::rewrite_in_background(server);
+    }
+    if let Some(log) = persistence.aof() {
+        let percentage = server.config.get_i64("auto-aof-rewrite-percentage");
+        let min_size = server.config.get_i64("auto-aof-rewrite-min-size").max(0) as u64;
+        let base = log.base_size.load(Ordering::Relaxed).max(1);
+        let size = log.current_size() + base;
+        if percentage > 0
+            && size >= min_size
+            && (size - base) * 100 / base >= percentage as u64
+            && !persistence.rewrite_in_progress.load(Ordering::Relaxed)
+        {
+            info!(size, "starting automatic rewriting of the AOF");
+            aofdir::rewrite_in_background(server);
+        }
+    }
+    persistence.restart_delay_left_ms(server);
+}

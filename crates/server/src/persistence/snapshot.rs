@@ -1,0 +1,297 @@
+//! Snapshots: SAVE, BGSAVE and AOF base files from a consistent cut of the keyspace, and
+//! loading RDB files.
+//!
+//! A cut (`Locked::cut_snapshot`, under every shard lock for a moment) marks each shard;
+//! whoever locks a marked shard first copies it, so the snapshot is exactly the state at
+//! the cut while clients go on writing. The writer thread then takes the shards' copies
+//! one at a time and serializes them, so at most a few shard copies live at once unless
+//! writers race ahead of it.
+
+use std::fs::File;
+use std::io::{BufWriter, Read};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use anyhow::Context;
+use bytes::Bytes;
+use latch_keyspace::{Deadline, Snapshot};
+use latch_persist::rdb::{Item, Reader, Writer};
+use tracing::{info, warn};
+
+use super::path_in_dir;
+use crate::server::Server;
+
+/// What a cut captured besides the keys.
+pub struct Cut {
+    pub snapshot: Arc<Snapshot>,
+    pub libraries: Vec<Bytes>,
+}
+
+/// Marks a consistent cut. `with_cut` runs under every shard lock too (the AOF rotation
+/// of a rewrite happens there, at the same point of the command stream).
+pub fn cut(server: &Server, with_cut: impl FnOnce()) -> Cut {
+    let mut view = server.keyspace.lock_all();
+    with_cut();
+    let snapshot = view.cut_snapshot();
+    let libraries = server.scripting.library_codes.lock().clone();
+    drop(view);
+    Cut {
+        snapshot,
+        libraries,
+    }
+}
+
+/// Writes the cut as an RDB file at `path` (written to a temporary name beside it, synced,
+/// then renamed over, so a crash never leaves half a file under the real name). `aof_base`:
+/// the file is an AOF base (the `aof-base` aux field). Returns the file's size.
+pub fn write_rdb(server: &Server, cut: &Cut, path: &Path, aof_base: bool) -> anyhow::Result<u64> {
+    let temp = path.with_file_name(format!("temp-{}-{}.rdb", std::process::id(), rand_suffix()));
+    let result = write_rdb_to(server, cut, &temp, aof_base);
+    match result {
+        Ok(size) => {
+            std::fs::rename(&temp, path)
+                .with_context(|| format!("renaming {} to {}", temp.display(), path.display()))?;
+            sync_dir(path);
+            Ok(size)
+        }
+        Err(error) => {
+            let _ = std::fs::remove_file(&temp);
+            Err(error)
+        }
+    }
+}
+
+fn rand_suffix() -> u32 {
+    rand::random::<u32>()
+}
+
+fn write_rdb_to(server: &Server, cut: &Cut, temp: &Path, aof_base: bool) -> anyhow::Result<u64> {
+    let file = File::create(temp).with_context(|| format!("creating {}", temp.display()))?;
+    let mut writer = Writer::new(BufWriter::with_capacity(256 * 1024, file))?;
+    let now = cut.snapshot.now;
+    let version = crate::commands::connection::REDIS_VERSION;
+    writer.aux("redis-ver", version.as_bytes())?;
+    writer.aux("redis-bits", b"64")?;
+    writer.aux("ctime", now.wall_s().to_string().as_bytes())?;
+    writer.aux(
+        "used-mem",
+        crate::commands::info::used_memory_recent()
+            .to_string()
+            .as_bytes(),
+    )?;
+    writer.aux("aof-base", if aof_base { b"1" } else { b"0" })?;
+    for code in &cut.libraries {
+        writer.function(code)?;
+    }
+    let keyspace = &server.keyspace;
+    let mut selected = None;
+    for shard in 0..keyspace.shard_count() {
+        let Some(tables) = keyspace.snapshot_shard(&cut.snapshot, shard) else {
+            anyhow::bail!("the snapshot lost shard {shard}'s copy");
+        };
+        for (db, table) in tables.iter().enumerate() {
+            if table.is_empty() {
+                continue;
+            }
+            for slot in table.iter() {
+                let expire = match slot.entry.deadline {
+                    // Keys already past their deadline at the cut are not saved.
+                    Some(deadline) if deadline.is_passed(now) => continue,
+                    Some(deadline) => Some(deadline.unix_ms(now)),
+                    None => None,
+                };
+                if selected != Some(db) {
+                    let (keys, expires) = cut.snapshot.sizes[db];
+                    writer.select_db(db as u64, keys as u64, expires as u64)?;
+                    selected = Some(db);
+                }
+                writer.key(&slot.key, &slot.entry.value, expire)?;
+            }
+        }
+    }
+    let buffered = writer.finish()?;
+    let file = buffered
+        .into_inner()
+        .map_err(|error| anyhow::anyhow!("writing {}: {}", temp.display(), error.error()))?;
+    file.sync_all()?;
+    Ok(file.metadata()?.len())
+}
+
+/// Syncs the directory holding `path`, so that a rename in it is durable.
+pub fn sync_dir(path: &Path) {
+    let dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    if let Ok(dir) = File::open(dir) {
+        let _ = dir.sync_all();
+    }
+}
+
+/// SAVE (and the save at shutdown): a snapshot written now, by the caller.
+pub fn save(server: &Server) -> anyhow::Result<()> {
+    let _job = server.persistence.snapshot_job.lock();
+    let cut = cut(server, || {});
+    finish_save(server, &cut)
+}
+
+fn finish_save(server: &Server, cut: &Cut) -> anyhow::Result<()> {
+    let persistence = &server.persistence;
+    let path = path_in_dir(&server.config.dbfilename());
+    let started = std::time::Instant::now();
+    let result = write_rdb(server, cut, &path, false);
+    persistence
+        .last_bgsave_time_s
+        .store(started.elapsed().as_secs() as i64, Ordering::Relaxed);
+    match result {
+        Ok(_) => {
+            persistence
+                .dirty_at_save
+                .fetch_max(cut.snapshot.dirty, Ordering::Relaxed);
+            persistence
+                .last_save_unix_s
+                .store(cut.snapshot.now.wall_s(), Ordering::Relaxed);
+            persistence.saves.fetch_add(1, Ordering::Relaxed);
+            persistence.last_bgsave_ok.store(true, Ordering::Relaxed);
+            Ok(())
+        }
+        Err(error) => {
+            persistence.last_bgsave_ok.store(false, Ordering::Relaxed);
+            Err(error)
+        }
+    }
+}
+
+/// BGSAVE: the cut is taken now (so the snapshot is the state when BGSAVE ran) and the
+/// file is written by a thread. False when one is already running.
+pub fn bgsave(server: &Arc<Server>) -> bool {
+    let persistence = &server.persistence;
+    if persistence.bgsave_in_progress.swap(true, Ordering::AcqRel) {
+        return false;
+    }
+    let server = Arc::clone(server);
+    let spawned = std::thread::Builder::new()
+        .name("bgsave".into())
+        .spawn(move || {
+            let result = {
+                let _job = server.persistence.snapshot_job.lock();
+                let cut = cut(&server, || {});
+                finish_save(&server, &cut)
+            };
+            match result {
+                Ok(()) => info!("background saving terminated with success"),
+                Err(error) => warn!("background saving error: {error:#}"),
+            }
+            server
+                .persistence
+                .bgsave_in_progress
+                .store(false, Ordering::Release);
+        });
+    if spawned.is_err() {
+        persistence
+            .bgsave_in_progress
+            .store(false, Ordering::Release);
+        persistence.last_bgsave_ok.store(false, Ordering::Relaxed);
+        return false;
+    }
+    true
+}
+
+/// Loads an RDB file into the (empty) keyspace. Keys already expired are skipped, as a
+/// Redis primary does.
+pub fn load_rdb_file(server: &Server, path: &Path) -> anyhow::Result<u64> {
+    let mut data = Vec::new();
+    File::open(path)
+        .and_then(|mut file| file.read_to_end(&mut data))
+        .with_context(|| format!("reading {}", path.display()))?;
+    let (_, loaded) = load_rdb_bytes(server, &data)
+        .with_context(|| format!("loading the RDB file {}", path.display()))?;
+    Ok(loaded)
+}
+
+/// Loads RDB data from the start of `data`; returns the offset where the RDB ended (an AOF
+/// preamble may be followed by commands) and the number of keys loaded.
+pub fn load_rdb_bytes(server: &Server, data: &[u8]) -> anyhow::Result<(usize, u64)> {
+    let mut reader = Reader::new(data)?;
+    let mut view = server.keyspace.lock_all();
+    let now = view.now();
+    let mut db = 0usize;
+    let mut loaded = 0u64;
+    let mut expired = 0u64;
+    let mut libraries = Vec::new();
+    while let Some(item) = reader.next()? {
+        match item {
+            Item::SelectDb(number) => {
+                db = usize::try_from(number).unwrap_or(usize::MAX);
+                if db >= server.keyspace.num_dbs() {
+                    anyhow::bail!(
+                        "the file selects database {number}, but only {} are configured",
+                        server.keyspace.num_dbs()
+                    );
+                }
+            }
+            Item::Key {
+                key,
+                value,
+                expire_unix_ms,
+            } => {
+                let deadline = expire_unix_ms.map(Deadline::at_wall);
+                if deadline.is_some_and(|d| {
+                    d.is_passed(latch_keyspace::Now {
+                        loading: false,
+                        ..now
+                    })
+                }) {
+                    expired += 1;
+                    continue;
+                }
+                view.set(db, &key, value, deadline);
+                loaded += 1;
+            }
+            Item::Function(code) => libraries.push(Bytes::from(code)),
+            Item::Aux { .. } | Item::ResizeDb { .. } => {}
+        }
+    }
+    let end = reader.offset() as usize;
+    drop(view);
+    load_libraries(server, &libraries)?;
+    let persistence = &server.persistence;
+    persistence.loaded_keys.fetch_add(loaded, Ordering::Relaxed);
+    persistence
+        .load_expired_keys
+        .fetch_add(expired, Ordering::Relaxed);
+    Ok((end, loaded))
+}
+
+/// Loads function libraries (at start, nothing else runs: the claim is free).
+fn load_libraries(server: &Server, libraries: &[Bytes]) -> anyhow::Result<()> {
+    if libraries.is_empty() {
+        return Ok(());
+    }
+    let scripting = &server.scripting;
+    while !scripting.try_claim() {
+        std::thread::yield_now();
+    }
+    let result = scripting.with_function_engine(|engine| {
+        for code in libraries {
+            engine.load_library(code, true).map_err(|message| {
+                anyhow::anyhow!(String::from_utf8_lossy(&message).into_owned())
+            })?;
+        }
+        let codes: Vec<Bytes> = engine
+            .functions
+            .libraries
+            .values()
+            .map(|library| library.code.clone())
+            .collect();
+        Ok::<_, anyhow::Error>((codes, engine.functions.function_count()))
+    });
+    scripting.release();
+    let (codes, functions) = result?;
+    let run = &scripting.run;
+    run.library_count.store(codes.len(), Ordering::Relaxed);
+    run.function_count.store(functions, Ordering::Relaxed);
+    *scripting.library_codes.lock() = codes;
+    Ok(())
+}
