@@ -637,3 +637,66 @@ fn consumer_group_reads_and_claims_are_logged_as_xclaims() {
     let mut conn = server.client();
     assert_eq!((pending(&mut conn), groups(&mut conn)), before);
 }
+
+#[test]
+fn transactions_and_scripts_are_logged_as_their_effects_inside_multi_exec() {
+    let server = TestServer::start(AOF);
+    let mut conn = server.client();
+    let mut log = Log::of(&server);
+    run(&mut conn, "SET a 1");
+    assert_eq!(log.take(), lines("SET a 1"));
+    // A transaction: its writes, wrapped; its reads and its no-op writes left out.
+    let _: () = redis::pipe()
+        .atomic()
+        .cmd("INCR")
+        .arg("a")
+        .cmd("GET")
+        .arg("a")
+        .cmd("SET")
+        .arg("a")
+        .arg("x")
+        .arg("NX")
+        .cmd("RPUSH")
+        .arg("l")
+        .arg("v")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(log.take(), lines("MULTI\nINCR a\nRPUSH l v\nEXEC"));
+    // A script: what it did, not the script (EVAL is never logged).
+    let _: () = redis::Script::new(
+        "redis.call('set', KEYS[1], 'y'); redis.call('get', KEYS[1]); redis.call('del', 'missing'); redis.call('incr', KEYS[2])",
+    )
+    .key("b")
+    .key("a")
+    .invoke(&mut conn)
+    .unwrap();
+    assert_eq!(log.take(), lines("MULTI\nset b y\nincr a\nEXEC"));
+    // One effect needs no wrapping; a command that changes nothing is not logged.
+    let _: () = redis::Script::new("redis.call('set', KEYS[1], 'z')")
+        .key("c")
+        .invoke(&mut conn)
+        .unwrap();
+    run(&mut conn, "DEL nothing-here");
+    assert_eq!(log.take(), lines("set c z"));
+    // A key found expired is logged as the DEL it was, before the command that found it.
+    run(&mut conn, "SET short v PX 1");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    run(&mut conn, "INCR short");
+    let logged = log.take();
+    assert_eq!(logged.len(), 3, "{logged:?}");
+    assert_eq!(logged[1], words("DEL short"));
+    assert_eq!(logged[2], words("INCR short"));
+    // Replay gives the same state.
+    let before: Vec<String> = ["a", "b", "c", "l", "short"]
+        .iter()
+        .map(|key| shown(&mut conn, &format!("DUMP {key}")))
+        .collect();
+    drop(conn);
+    let server = restart(server, &[]);
+    let mut conn = server.client();
+    let after: Vec<String> = ["a", "b", "c", "l", "short"]
+        .iter()
+        .map(|key| shown(&mut conn, &format!("DUMP {key}")))
+        .collect();
+    assert_eq!(before, after);
+}

@@ -24,6 +24,9 @@ fn scratch(name: &str) -> PathBuf {
 /// Runs the binary expecting it to refuse to start; returns its standard error.
 fn start_fails(args: &[&str]) -> String {
     let mut child = Command::new(BINARY)
+        // Files a server leaves behind (its running marker) go to a scratch place, not the
+        // source tree.
+        .current_dir(std::env::temp_dir())
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -61,6 +64,9 @@ struct FileServer {
 impl FileServer {
     fn start(args: &[&str], port: u16) -> FileServer {
         let child = Command::new(BINARY)
+            // Files a server leaves behind (its running marker) go to a scratch place, not the
+            // source tree.
+            .current_dir(std::env::temp_dir())
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -70,7 +76,11 @@ impl FileServer {
         let mut server = FileServer { child, port };
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            // Our own process must hold the port: another test's server may have been
+            // handed the same free port, and a connect alone would reach that one.
+            if common::listens_on(server.child.id(), port)
+                && TcpStream::connect(("127.0.0.1", port)).is_ok()
+            {
                 return server;
             }
             if let Ok(Some(status)) = server.child.try_wait() {
@@ -594,6 +604,9 @@ fn rewrite_without_a_config_file() {
 fn config_from_stdin() {
     let port = free_port();
     let mut child = Command::new(BINARY)
+        // Files a server leaves behind (its running marker) go to a scratch place, not the
+        // source tree.
+        .current_dir(std::env::temp_dir())
         .args(["-", "--hz", "42"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -623,6 +636,9 @@ fn port_zero_with_a_unix_socket() {
     let socket = dir.join("latch.sock");
     let socket_text = socket.to_str().unwrap().to_string();
     let mut child = Command::new(BINARY)
+        // Files a server leaves behind (its running marker) go to a scratch place, not the
+        // source tree.
+        .current_dir(std::env::temp_dir())
         .args([
             "--port",
             "0",

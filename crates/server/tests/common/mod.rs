@@ -17,7 +17,7 @@ pub struct TestServer {
 
 /// Whether process `pid` holds a listening TCP socket on `port` (from /proc: the socket
 /// inodes of /proc/net/tcp{,6} entries in LISTEN state, among the process' descriptors).
-fn listens_on(pid: u32, port: u16) -> bool {
+pub fn listens_on(pid: u32, port: u16) -> bool {
     let mut inodes = Vec::new();
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
         let Ok(text) = std::fs::read_to_string(table) else {
