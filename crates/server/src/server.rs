@@ -70,7 +70,7 @@ impl Server {
         let threads = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1);
-        let shards = (threads * 16).clamp(16, 256);
+        let shards = (threads * 128).clamp(256, 1024);
         let keyspace = Keyspace::new(databases, shards);
         keyspace.set_long_wait(wait_beside_runtime);
         let now = keyspace.clock().now();
