@@ -30,6 +30,13 @@
 # and every [err]/[exception] is known.  Without a baseline a unit must match
 # redis-server's count with no failure at all.
 #
+# `racy UNIT err TEXT` names a test that races two connections with no reply in between
+# (it sends a command on one client and, without reading, another on a second client, and
+# expects them to run in that order).  A multi-threaded server may run them either way.
+# When such a test fails, and every other failure is known, the unit runs once more on a
+# fresh server and the second run is the result; the report says so.  A racy test that
+# fails twice in a row fails the unit.
+#
 # The suite itself is never stored in this repository: it is read from
 # --tests-dir / $REDIS_TESTS_DIR or downloaded as the upstream .orig tarball of
 # Debian's "redis" source package (apt-get source --download-only, using a
@@ -159,6 +166,7 @@ is_known() {
 # Baseline: min-ok per unit, and accepted failures per unit.
 declare -A MIN_OK=()
 declare -A KNOWN=()
+declare -A RACY=()
 if [[ -n "$baseline" ]]; then
     [[ -f "$baseline" ]] || die "no baseline file $baseline"
     while IFS=$'\t' read -r kind unit a b; do
@@ -166,6 +174,7 @@ if [[ -n "$baseline" ]]; then
             ''|'#'*) ;;
             min-ok) MIN_OK[$unit]=$a ;;
             known) KNOWN["$unit|$a|$b"]=1 ;;
+            racy) RACY["$unit|$a|$b"]=1 ;;
             *) die "bad baseline line: $kind $unit $a $b" ;;
         esac
     done <"$baseline"
@@ -351,9 +360,15 @@ log "logs: $log_dir"
 declare -A R_OK R_ERR R_EXC R_STATUS
 failed=0
 
+declare -A R_RERUN=()
 for unit in "${units[@]}"; do
+  for attempt in 1 2; do
     name=${unit//\//_}
     out="$log_dir/$name.log"
+    if [[ $attempt -eq 2 ]]; then
+        mv "$out" "$log_dir/$name.first-run.log"
+        log "$unit: only racy tests failed ($racy_failed), running it once more"
+    fi
     if ! start_server "$name"; then
         R_OK[$unit]=0; R_ERR[$unit]=0; R_EXC[$unit]=0; R_STATUS[$unit]="NO-SERVER"
         failed=1
@@ -378,8 +393,9 @@ for unit in "${units[@]}"; do
     exc=$(grep -c '^\[exception\]:' <<<"$clean" || true)
     R_OK[$unit]=$ok; R_ERR[$unit]=$err; R_EXC[$unit]=$exc
 
-    # Failures the baseline does not list.
+    # Failures the baseline does not list, and racy ones.
     unknown=0
+    racy_failed=""
     while IFS= read -r line; do
         [[ -n "$line" ]] || continue
         if [[ "$line" == '[err]: '* ]]; then
@@ -387,7 +403,9 @@ for unit in "${units[@]}"; do
         else
             text=${line#'[exception]: '}; kind=exception
         fi
-        if ! is_known "$unit" "$kind" "$text"; then
+        if [[ $attempt -eq 1 && -n "${RACY["$unit|$kind|$text"]:-}" ]]; then
+            racy_failed+="${racy_failed:+; }$text"
+        elif ! is_known "$unit" "$kind" "$text"; then
             unknown=$((unknown + 1))
             echo "redis-suite: $unit: not in the baseline: $kind	$text" >&2
         fi
@@ -408,8 +426,15 @@ for unit in "${units[@]}"; do
         status="FAIL(rc=$rc)"
     fi
     [[ $server_alive -eq 1 ]] || status="$status,SERVER-DIED"
+    if [[ -n "$racy_failed" && $unknown -eq 0 && $status != TIMEOUT && $server_alive -eq 1 ]]; then
+        R_RERUN[$unit]=$racy_failed
+        continue
+    fi
+    [[ $attempt -eq 2 ]] && status="$status,RERUN"
     R_STATUS[$unit]=$status
-    [[ "$status" == PASS || "$status" == KNOWN-GAPS ]] || failed=1
+    [[ "$status" == PASS* || "$status" == KNOWN-GAPS* ]] || failed=1
+    break
+  done
 done
 
 # ---------------------------------------------------------------------------
@@ -425,14 +450,17 @@ for unit in "${units[@]}"; do
     # A unit that failed without any [err]/[exception] (no server, timeout,
     # too few [ok]) counts as one failure.
     unit_failed=$((R_ERR[$unit] + R_EXC[$unit]))
-    [[ "${R_STATUS[$unit]}" == PASS || "${R_STATUS[$unit]}" == KNOWN-GAPS || $unit_failed -gt 0 ]] || unit_failed=1
+    [[ "${R_STATUS[$unit]}" == PASS* || "${R_STATUS[$unit]}" == KNOWN-GAPS* || $unit_failed -gt 0 ]] || unit_failed=1
     tot_failed=$((tot_failed + unit_failed))
 done
 printf '%-24s %6s %6s %10s\n' total "$tot_ok" "$tot_err" "$tot_exc"
+for unit in "${!R_RERUN[@]}"; do
+    echo "redis-suite: $unit ran twice: its first run failed only racy tests (${R_RERUN[$unit]})"
+done
 
 if [[ $failed -ne 0 ]]; then
     for unit in "${units[@]}"; do
-        [[ "${R_STATUS[$unit]}" == PASS || "${R_STATUS[$unit]}" == KNOWN-GAPS ]] && continue
+        [[ "${R_STATUS[$unit]}" == PASS* || "${R_STATUS[$unit]}" == KNOWN-GAPS* ]] && continue
         name=${unit//\//_}
         echo
         echo "=== $unit: ${R_STATUS[$unit]} (log: $log_dir/$name.log, server log: $log_dir/$name.server.log)"
