@@ -1,0 +1,104 @@
+//! A blocking connection: commands out as RESP multibulk, replies in through the protocol
+//! crate's incremental decoder (RESP2 and RESP3).
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+
+use bytes::{Buf, BytesMut};
+use latch_protocol::frame::decode;
+use latch_protocol::Frame;
+
+use crate::connect::Endpoint;
+
+pub struct Connection {
+    stream: TcpStream,
+    buffer: BytesMut,
+    /// Out-of-band RESP3 pushes that arrived while waiting for a reply.
+    pub pushes: Vec<Frame>,
+}
+
+/// Encodes a command as a RESP multibulk.
+fn encode(args: &[Vec<u8>], out: &mut Vec<u8>) {
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for arg in args {
+        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        out.extend_from_slice(arg);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+impl Connection {
+    /// Connects, then logs in, switches protocol and selects the database as asked. A refusal
+    /// of one of those is an error reply, returned as `Ok(Err(frame))`.
+    pub fn open(endpoint: &Endpoint, resp3: bool) -> io::Result<Result<Connection, Frame>> {
+        let stream = TcpStream::connect((endpoint.host.as_str(), endpoint.port))?;
+        stream.set_nodelay(true)?;
+        let mut connection = Connection {
+            stream,
+            buffer: BytesMut::with_capacity(16 * 1024),
+            pushes: Vec::new(),
+        };
+        if let Some(password) = &endpoint.password {
+            let mut auth = vec![b"AUTH".to_vec()];
+            if let Some(user) = &endpoint.user {
+                auth.push(user.as_bytes().to_vec());
+            }
+            auth.push(password.as_bytes().to_vec());
+            if let reply @ Frame::Error(_) = connection.call(&auth)? {
+                return Ok(Err(reply));
+            }
+        }
+        if resp3 {
+            if let reply @ Frame::Error(_) = connection.call(&[b"HELLO".to_vec(), b"3".to_vec()])? {
+                return Ok(Err(reply));
+            }
+        }
+        if endpoint.db != 0 {
+            let select = [b"SELECT".to_vec(), endpoint.db.to_string().into_bytes()];
+            if let reply @ Frame::Error(_) = connection.call(&select)? {
+                return Ok(Err(reply));
+            }
+        }
+        Ok(Ok(connection))
+    }
+
+    /// Sends one command and reads its reply (keeping any pushes that come before it).
+    pub fn call(&mut self, args: &[Vec<u8>]) -> io::Result<Frame> {
+        let mut request = Vec::new();
+        encode(args, &mut request);
+        self.stream.write_all(&request)?;
+        loop {
+            match self.read_frame()? {
+                Frame::Push(items) => self.pushes.push(Frame::Push(items)),
+                reply => return Ok(reply),
+            }
+        }
+    }
+
+    fn read_frame(&mut self) -> io::Result<Frame> {
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            match decode(&self.buffer) {
+                Ok(Some((frame, used))) => {
+                    self.buffer.advance(used);
+                    return Ok(frame);
+                }
+                Ok(None) => {}
+                Err(err) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("Protocol error: {err}"),
+                    ))
+                }
+            }
+            let read = self.stream.read(&mut chunk)?;
+            if read == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "Server closed the connection",
+                ));
+            }
+            self.buffer.extend_from_slice(&chunk[..read]);
+        }
+    }
+}

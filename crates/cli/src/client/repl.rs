@@ -1,0 +1,143 @@
+//! The prompt: `host:port[db]> `, commands split with redis-cli's quoting, replies printed,
+//! history kept in `~/.latch_history` (`LATCH_HISTFILE` to move it, empty to turn it off).
+//! When stdin is not a terminal, lines are read from it one by one, without a prompt.
+
+use std::io::{BufRead, IsTerminal};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use latch_protocol::Frame;
+use rustyline::error::ReadlineError;
+
+use super::split::split_args;
+use super::{open, print_reply, Connection, Output};
+use crate::connect::Endpoint;
+
+/// The state of the session: the connection (None after it dropped), and the database for the
+/// prompt.
+struct Session {
+    endpoint: Endpoint,
+    resp3: bool,
+    connection: Option<Connection>,
+    output: Output,
+}
+
+impl Session {
+    fn prompt(&self) -> String {
+        if self.connection.is_none() {
+            return "not connected> ".into();
+        }
+        let db = if self.endpoint.db != 0 {
+            format!("[{}]", self.endpoint.db)
+        } else {
+            String::new()
+        };
+        format!("{}:{}{db}> ", self.endpoint.host, self.endpoint.port)
+    }
+
+    /// Runs one typed line. Returns false when the session should end.
+    fn line(&mut self, line: &str) -> bool {
+        let Some(args) = split_args(line.as_bytes()) else {
+            println!("Invalid argument(s)");
+            return true;
+        };
+        let Some(name) = args.first() else {
+            return true;
+        };
+        if name.eq_ignore_ascii_case(b"quit") || name.eq_ignore_ascii_case(b"exit") {
+            return false;
+        }
+        if self.connection.is_none() {
+            self.connection = open(&self.endpoint, self.resp3);
+        }
+        let Some(connection) = self.connection.as_mut() else {
+            return true;
+        };
+        match connection.call(&args) {
+            Ok(reply) => {
+                for push in std::mem::take(&mut connection.pushes) {
+                    print_reply(&push, self.output, &[]);
+                }
+                let ok = !matches!(reply, Frame::Error(_));
+                if ok && name.eq_ignore_ascii_case(b"select") && args.len() == 2 {
+                    if let Some(db) = std::str::from_utf8(&args[1])
+                        .ok()
+                        .and_then(|db| db.parse().ok())
+                    {
+                        self.endpoint.db = db;
+                    }
+                }
+                if ok && name.eq_ignore_ascii_case(b"hello") {
+                    self.resp3 = args.get(1).is_some_and(|v| v.as_slice() == b"3");
+                }
+                print_reply(&reply, self.output, &args);
+            }
+            Err(err) => {
+                println!("Error: {err}");
+                self.connection = None;
+            }
+        }
+        true
+    }
+}
+
+fn history_file() -> Option<PathBuf> {
+    match std::env::var_os("LATCH_HISTFILE") {
+        Some(path) if path.is_empty() => None,
+        Some(path) => Some(PathBuf::from(path)),
+        None => std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".latch_history")),
+    }
+}
+
+pub fn run(endpoint: &Endpoint, resp3: bool, output: Output) -> ExitCode {
+    let interactive = std::io::stdin().is_terminal();
+    let connection = open(endpoint, resp3);
+    let mut session = Session {
+        endpoint: endpoint.clone(),
+        resp3,
+        connection,
+        output: if interactive {
+            Output::Readable
+        } else {
+            output
+        },
+    };
+    if !interactive {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if !session.line(&line) {
+                break;
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
+    let mut editor = match rustyline::DefaultEditor::new() {
+        Ok(editor) => editor,
+        Err(err) => {
+            eprintln!("latch: cannot open the terminal: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let history = history_file();
+    if let Some(path) = &history {
+        let _ = editor.load_history(path);
+    }
+    loop {
+        match editor.readline(&session.prompt()) {
+            Ok(line) => {
+                if !line.trim().is_empty() {
+                    let _ = editor.add_history_entry(line.as_str());
+                    if let Some(path) = &history {
+                        let _ = editor.append_history(path);
+                    }
+                }
+                if !session.line(&line) {
+                    break;
+                }
+            }
+            Err(ReadlineError::Interrupted) => continue,
+            Err(_) => break,
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,73 @@
+//! `latch lock status NAME`: what each server says about a lock.
+
+use std::process::ExitCode;
+
+use latch_lock::Locker;
+
+use super::{StatusArgs, EXIT_UNAVAILABLE};
+
+pub async fn status(args: StatusArgs) -> ExitCode {
+    let locker = match Locker::new(&args.servers) {
+        Ok(locker) => locker,
+        Err(err) => {
+            eprintln!("latch: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let statuses = locker.status(&args.name).await;
+    let mut holders: Vec<&str> = Vec::new();
+    let mut answered = 0;
+    for status in &statuses {
+        println!("server {}", status.server);
+        if let Some(error) = &status.error {
+            println!("  error          {error}");
+            continue;
+        }
+        answered += 1;
+        match (&status.holder, status.ttl_ms) {
+            (Some(holder), ttl_ms) => {
+                holders.push(holder);
+                println!("  holder token   {holder}");
+                match ttl_ms {
+                    Some(ms) if ms >= 0 => {
+                        println!("  remaining ttl  {}.{:03} s", ms / 1000, ms % 1000)
+                    }
+                    _ => println!("  remaining ttl  none (the key never expires)"),
+                }
+            }
+            (None, _) => println!("  holder token   (free)"),
+        }
+        match status.fencing_token {
+            Some(token) => println!("  fencing token  {token} (the last granted)"),
+            None => println!("  fencing token  (never granted)"),
+        }
+    }
+    let quorum = locker.quorum();
+    // The token held by the most servers.
+    let best = holders
+        .iter()
+        .map(|holder| (holders.iter().filter(|h| *h == holder).count(), *holder))
+        .max();
+    match best {
+        Some((count, holder)) if count >= quorum => {
+            println!(
+                "lock {:?}: held by {holder} on {count} of {} servers",
+                args.name,
+                statuses.len()
+            );
+            ExitCode::SUCCESS
+        }
+        _ if answered < quorum => {
+            println!(
+                "lock {:?}: unknown ({answered} of {} servers answered)",
+                args.name,
+                statuses.len()
+            );
+            ExitCode::from(EXIT_UNAVAILABLE)
+        }
+        _ => {
+            println!("lock {:?}: free", args.name);
+            ExitCode::from(1)
+        }
+    }
+}

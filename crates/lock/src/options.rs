@@ -1,0 +1,92 @@
+//! How a lock is taken and held.
+
+use std::time::Duration;
+
+use crate::error::LockError;
+
+/// Options of a [`crate::Locker`]. `LockOptions::new(ttl)` gives the defaults with that TTL.
+#[derive(Clone, Debug)]
+pub struct LockOptions {
+    /// Time to live of the lock on the servers; a holder that stops renewing loses it after
+    /// this long. Default 30 s.
+    pub ttl: Duration,
+    /// How long [`crate::Locker::lock`] waits for a lock that is held (None: one try).
+    pub wait: Option<Duration>,
+    /// First delay between tries while waiting; it doubles up to `max_retry_delay`, and each
+    /// sleep is a random point in the upper half of it. Default 50 ms.
+    pub retry_delay: Duration,
+    /// Largest delay between tries. Default 1 s.
+    pub max_retry_delay: Duration,
+    /// Renew the lock at a third of its TTL while the guard lives. Default on.
+    pub renew: bool,
+    /// Stop renewing once the lock has been held this long (None: no cap). The lock then runs
+    /// out one TTL later at most, and the guard reports it lost.
+    pub max_hold: Option<Duration>,
+    /// How long to wait for each server's answer. Default: a tenth of the TTL, at most 250 ms
+    /// (Redlock wants it small against the TTL, so a dead server costs little validity).
+    pub node_timeout: Option<Duration>,
+}
+
+impl Default for LockOptions {
+    fn default() -> Self {
+        LockOptions::new(Duration::from_secs(30))
+    }
+}
+
+impl LockOptions {
+    /// The defaults, with `ttl`.
+    pub fn new(ttl: Duration) -> LockOptions {
+        LockOptions {
+            ttl,
+            wait: None,
+            retry_delay: Duration::from_millis(50),
+            max_retry_delay: Duration::from_secs(1),
+            renew: true,
+            max_hold: None,
+            node_timeout: None,
+        }
+    }
+
+    /// Wait up to `wait` for the lock.
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.wait = Some(wait);
+        self
+    }
+
+    /// Stop renewing after `max_hold`.
+    pub fn max_hold(mut self, max_hold: Duration) -> Self {
+        self.max_hold = Some(max_hold);
+        self
+    }
+
+    /// No automatic renewal: the lock lasts one TTL unless extended by hand.
+    pub fn no_renewal(mut self) -> Self {
+        self.renew = false;
+        self
+    }
+
+    /// Per-server timeout.
+    pub fn node_timeout(&self) -> Duration {
+        self.node_timeout.unwrap_or_else(|| {
+            (self.ttl / 10).clamp(Duration::from_millis(5), Duration::from_millis(250))
+        })
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), LockError> {
+        if self.ttl < Duration::from_millis(10) {
+            return Err(LockError::InvalidArgument(format!(
+                "ttl {:?} is too short (at least 10 ms)",
+                self.ttl
+            )));
+        }
+        if self.ttl.as_millis() > i64::MAX as u128 {
+            return Err(LockError::InvalidArgument("ttl is too long".into()));
+        }
+        if self.retry_delay.is_zero() || self.max_retry_delay < self.retry_delay {
+            return Err(LockError::InvalidArgument(
+                "retry delays must be positive, and the largest at least the first".into(),
+            ));
+        }
+        Ok(())
+    }
+}

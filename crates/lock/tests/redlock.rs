@@ -1,0 +1,154 @@
+//! Redlock over three independent servers: majorities, failures, validity, and fencing tokens
+//! that grow across majorities whose servers' counters disagree.
+
+use std::time::Duration;
+
+use latch_lock::{fence_key, LockError, LockOptions, Locker};
+use latch_testkit::{Program, Server};
+use redis::AsyncCommands;
+
+fn three(program: Program) -> Vec<Server> {
+    (0..3).map(|_| Server::start(program, &[])).collect()
+}
+
+fn urls(servers: &[Server]) -> Vec<String> {
+    servers.iter().map(Server::url).collect()
+}
+
+async fn connection(server: &Server) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_tokio_connection()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn majority_grants_and_minority_does_not() {
+    for program in [Program::Latch, Program::Redis] {
+        let mut servers = three(program);
+        let options = LockOptions::new(Duration::from_secs(5));
+        let locker = Locker::with_options(&urls(&servers), options.clone()).unwrap();
+        assert_eq!(locker.quorum(), 2);
+
+        let guard = locker.try_lock("job").await.unwrap();
+        for server in &servers {
+            let value: String = connection(server).await.get("job").await.unwrap();
+            assert_eq!(value, guard.token());
+        }
+        // A second client finds it held everywhere.
+        let rival = Locker::with_options(&urls(&servers), options.clone()).unwrap();
+        assert!(matches!(
+            rival.try_lock("job").await,
+            Err(LockError::NotAcquired { .. })
+        ));
+        guard.release().await.unwrap();
+
+        // One server down: two of three still make a majority.
+        servers[2].kill();
+        let guard = locker.try_lock("job").await.unwrap();
+        guard.check().await.unwrap();
+        guard.release().await.unwrap();
+
+        // Two down: no majority, and the one grant is undone.
+        servers[1].kill();
+        match locker.try_lock("job").await {
+            Err(LockError::QuorumFailed {
+                granted,
+                needed,
+                failed,
+                ..
+            }) => {
+                assert_eq!((granted, needed, failed), (1, 2, 2));
+            }
+            other => panic!("expected QuorumFailed, got {other:?}"),
+        }
+        let left: bool = connection(&servers[0]).await.exists("job").await.unwrap();
+        assert!(!left, "a failed Redlock round releases its partial grant");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_minority_holding_a_stale_lock_does_not_block_and_is_not_overwritten() {
+    let servers = three(Program::Latch);
+    // Someone else holds the lock on one server only.
+    let _: () = connection(&servers[0])
+        .await
+        .set("split", "other-token")
+        .await
+        .unwrap();
+    let locker = Locker::new(&urls(&servers)).unwrap();
+    let guard = locker.try_lock("split").await.unwrap();
+    let value: String = connection(&servers[0]).await.get("split").await.unwrap();
+    assert_eq!(value, "other-token");
+    guard.release().await.unwrap();
+    let value: String = connection(&servers[0]).await.get("split").await.unwrap();
+    assert_eq!(value, "other-token", "release only deletes its own token");
+}
+
+/// Servers' counters disagree (one restarted, one far ahead). The largest token of each
+/// majority is raised on the majority, so the next grant, on any majority, is larger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_tokens_grow_across_different_majorities() {
+    let mut servers = three(Program::Latch);
+    let far_ahead = u64::MAX / 4096; // still an exact Lua number
+    let _: () = connection(&servers[0])
+        .await
+        .set(fence_key("f"), far_ahead)
+        .await
+        .unwrap();
+    let locker =
+        Locker::with_options(&urls(&servers), LockOptions::new(Duration::from_secs(5))).unwrap();
+    let first = locker.try_lock("f").await.unwrap();
+    assert_eq!(first.fencing_token(), far_ahead + 1);
+    first.release().await.unwrap();
+    for server in &servers {
+        let fence: u64 = connection(server).await.get(fence_key("f")).await.unwrap();
+        assert_eq!(fence, far_ahead + 1, "raised everywhere it was granted");
+    }
+    // The far-ahead server leaves; the other two form the next majority.
+    servers[0].kill();
+    let second = locker.try_lock("f").await.unwrap();
+    assert!(second.fencing_token() > far_ahead + 1);
+    second.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extend_needs_a_majority() {
+    let mut servers = three(Program::Latch);
+    let locker = Locker::with_options(
+        &urls(&servers),
+        LockOptions::new(Duration::from_millis(600)),
+    )
+    .unwrap();
+    let guard = locker.try_lock("ext").await.unwrap();
+    // Renewal runs every 200 ms; with one server gone it still reaches a majority.
+    servers[2].kill();
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    guard.ensure_held().unwrap();
+    // With two gone no renewal can succeed: the guard reports the loss when the lease ends.
+    servers[1].kill();
+    let reason = tokio::time::timeout(Duration::from_secs(3), guard.lost())
+        .await
+        .expect("lost when its validity ran out");
+    assert_eq!(reason, latch_lock::LostReason::Expired);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_server_costs_only_its_timeout() {
+    let servers = three(Program::Latch);
+    let options = LockOptions {
+        node_timeout: Some(Duration::from_millis(100)),
+        ..LockOptions::new(Duration::from_secs(10))
+    };
+    let locker = Locker::with_options(&urls(&servers), options).unwrap();
+    servers[1].pause();
+    let started = std::time::Instant::now();
+    let guard = locker.try_lock("paused").await;
+    let took = started.elapsed();
+    servers[1].resume();
+    let guard = guard.unwrap();
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert!(guard.remaining() > Duration::from_secs(8));
+    guard.release().await.unwrap();
+}

@@ -1,0 +1,275 @@
+//! Servers for the tests of the crates that are clients of Latch (the lock library, the CLI).
+//!
+//! [`Server::latch`] starts the workspace's own `latch-server` (built on first use with the
+//! same `cargo` that runs the tests, so it is never stale), [`Server::redis`] Debian's
+//! `redis-server`. Each runs on a free port in a scratch directory, and can be killed,
+//! paused (SIGSTOP) and restarted on the same port over the same files.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Which program a [`Server`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// This workspace's `latch-server` (debug build).
+    Latch,
+    /// Debian's `redis-server` (`.ci/run` installs it).
+    Redis,
+}
+
+/// The workspace's `latch-server`, built once per test process.
+pub fn latch_server_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .current_dir(&workspace)
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "latch-server",
+                "--bin",
+                "latch-server",
+            ])
+            .status()
+            .expect("run cargo build -p latch-server");
+        assert!(status.success(), "cargo build -p latch-server failed");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| workspace.join("target"));
+        let bin = target.join("debug").join("latch-server");
+        assert!(bin.exists(), "no {}", bin.display());
+        bin
+    })
+}
+
+/// Debian's `redis-server`. The tests that compare with it need it: `.ci/run` installs the
+/// package, and a machine without it fails those tests rather than skipping them.
+pub fn redis_server_bin() -> PathBuf {
+    for candidate in ["/usr/bin/redis-server", "/usr/local/bin/redis-server"] {
+        if Path::new(candidate).exists() {
+            return PathBuf::from(candidate);
+        }
+    }
+    panic!("redis-server is not installed (apt-get install redis-server; .ci/run does it)");
+}
+
+/// A server process on 127.0.0.1 with its own directory. Dropping it kills the process and
+/// removes the directory.
+pub struct Server {
+    pub program: Program,
+    pub port: u16,
+    pub dir: PathBuf,
+    args: Vec<String>,
+    child: Option<Child>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("free port")
+}
+
+fn scratch_dir(port: u16) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("latch-testkit-{}-{port}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+impl Server {
+    /// Starts `latch-server` with extra redis-server style options (`["--appendonly", "yes"]`).
+    pub fn latch(extra: &[&str]) -> Server {
+        Server::start(Program::Latch, extra)
+    }
+
+    /// Starts Debian's `redis-server` with extra options.
+    pub fn redis(extra: &[&str]) -> Server {
+        Server::start(Program::Redis, extra)
+    }
+
+    /// Starts `program`, retrying on another port if the first one was taken meanwhile.
+    pub fn start(program: Program, extra: &[&str]) -> Server {
+        let mut last_log = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let mut server = Server {
+                program,
+                port,
+                dir: scratch_dir(port),
+                args: extra.iter().map(|s| s.to_string()).collect(),
+                child: None,
+            };
+            if server.spawn_and_wait() {
+                return server;
+            }
+            last_log = server.log();
+        }
+        panic!("{program:?} server did not start; last log:\n{last_log}");
+    }
+
+    fn spawn_and_wait(&mut self) -> bool {
+        let bin = match self.program {
+            Program::Latch => latch_server_bin().to_path_buf(),
+            Program::Redis => redis_server_bin(),
+        };
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("server.log"))
+            .expect("server log");
+        let mut command = Command::new(bin);
+        command
+            .current_dir(&self.dir)
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--dir", self.dir.to_str().expect("utf-8 temp dir")])
+            .args(["--save", ""])
+            .args(["--enable-debug-command", "yes"])
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(
+                log.try_clone()
+                    .map(Stdio::from)
+                    .unwrap_or_else(|_| Stdio::null()),
+            )
+            .stderr(Stdio::from(log));
+        let mut child = command.spawn().expect("spawn server");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return false;
+            }
+            // Our own process must hold the port: another test's server may have taken
+            // the port the OS handed us, and a connect alone would not tell them apart.
+            if listens_on(child.id(), self.port)
+                && TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            {
+                self.child = Some(child);
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        false
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The process id (panics when the server is not running).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("server is running").id()
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+
+    /// SIGKILL: the process dies at once, its files stay.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the same program again on the same port, over the same files, with the same
+    /// options plus `extra`.
+    pub fn restart(&mut self, extra: &[&str]) {
+        self.kill();
+        self.args.extend(extra.iter().map(|s| s.to_string()));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.spawn_and_wait() {
+            assert!(
+                Instant::now() < deadline,
+                "server did not restart on port {}:\n{}",
+                self.port,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// SIGSTOP: the process stops answering but keeps its sockets.
+    pub fn pause(&self) {
+        send_signal(self.pid(), libc::SIGSTOP);
+    }
+
+    /// SIGCONT after [`Server::pause`].
+    pub fn resume(&self) {
+        send_signal(self.pid(), libc::SIGCONT);
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Sends `signal` to process `pid` (a negative pid: to that process group).
+pub fn send_signal(pid: u32, signal: i32) {
+    let pid = i32::try_from(pid).expect("pid fits in pid_t");
+    send_signal_raw(pid, signal);
+}
+
+/// Sends `signal` to the process group `pgid`.
+pub fn send_signal_to_group(pgid: u32, signal: i32) {
+    let pgid = i32::try_from(pgid).expect("pgid fits in pid_t");
+    send_signal_raw(-pgid, signal);
+}
+
+#[allow(unsafe_code)]
+fn send_signal_raw(pid: i32, signal: i32) {
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
+
+/// Whether process `pid` holds a listening TCP socket on `port` (from /proc: the socket
+/// inodes of /proc/net/tcp{,6} entries in LISTEN state, among the process' descriptors).
+pub fn listens_on(pid: u32, port: u16) -> bool {
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let listening = fields.get(3) == Some(&"0A");
+            let local_port = fields
+                .get(1)
+                .and_then(|addr| addr.rsplit(':').next())
+                .and_then(|hex| u16::from_str_radix(hex, 16).ok());
+            if listening && local_port == Some(port) {
+                if let Some(inode) = fields.get(9) {
+                    inodes.push(format!("socket:[{inode}]"));
+                }
+            }
+        }
+    }
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path()).is_ok_and(|target| {
+            inodes
+                .iter()
+                .any(|inode| target.to_string_lossy() == *inode)
+        })
+    })
+}
