@@ -30,6 +30,10 @@ pub struct ConnectOpts {
     #[arg(short = '3')]
     pub resp3: bool,
 
+    /// Do not warn about a password given on the command line.
+    #[arg(long)]
+    pub no_auth_warning: bool,
+
     /// Print replies raw (the default when stdout is not a terminal).
     #[arg(long)]
     pub raw: bool,
@@ -90,11 +94,12 @@ impl ConnectOpts {
                 None => (hostport.to_string(), None),
             }
         };
+        // What the URL leaves out comes from the other options, as in redis-cli.
         let port = match port {
             Some(port) => port
                 .parse()
                 .map_err(|_| format!("invalid port in URL {url:?}"))?,
-            None => 6379,
+            None => self.port,
         };
         let db = match path.trim_end_matches('/') {
             "" => 0,
@@ -111,7 +116,11 @@ impl ConnectOpts {
             port,
             user,
             password: password.or_else(|| self.password.clone()),
-            db,
+            db: if path.trim_end_matches('/').is_empty() {
+                self.db.unwrap_or(0)
+            } else {
+                db
+            },
         })
     }
 
@@ -185,6 +194,7 @@ mod tests {
             resp3: false,
             raw: false,
             no_raw: false,
+            no_auth_warning: false,
         }
     }
 

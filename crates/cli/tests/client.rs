@@ -73,6 +73,7 @@ const COMMANDS: &[&[&str]] = &[
     &["EVAL", "return redis.error_reply('MY failure')", "0"],
     &["CONFIG", "GET", "maxmemory-policy"],
     &["OBJECT", "ENCODING", "list"],
+    &["INFO", "keyspace"],
 ];
 
 fn compare(server: &Server, extra: &[&str]) {
@@ -154,13 +155,72 @@ fn connection_errors_and_urls() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "yes\n");
-    let out = Command::new(LATCH)
-        .args(["-p", &server.port.to_string(), "-a", "wrong", "PING"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // A refused AUTH is reported, and the command still goes out (and is refused), as with
+    // redis-cli.
+    for program in [LATCH, "redis-cli"] {
+        let out = Command::new(program)
+            .args([
+                "-p",
+                &server.port.to_string(),
+                "-a",
+                "wrong",
+                "--no-auth-warning",
+                "PING",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{program}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("AUTH failed: WRONGPASS"),
+            "{program}: {stderr}"
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with("NOAUTH"),
+            "{program}: {out:?}"
+        );
+    }
+}
+
+/// The prompt at a terminal (a pseudo-terminal from util-linux's `script`): readable replies,
+/// the database in the prompt after SELECT, and the history file.
+#[test]
+fn interactive_prompt_at_a_terminal() {
+    let server = Server::latch(&[]);
+    let history = std::env::temp_dir().join(format!("latch-history-{}", std::process::id()));
+    let _ = std::fs::remove_file(&history);
+    let mut child = Command::new("script")
+        .args(["-qfec", &format!("{LATCH} -p {}", server.port), "/dev/null"])
+        .env("LATCH_HISTFILE", &history)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("script(1) from util-linux");
+    let mut stdin = child.stdin.take().unwrap();
+    for line in [
+        "SET a \"x y\"",
+        "GET a",
+        "SELECT 3",
+        "LRANGE nope 0 -1",
+        "quit",
+    ] {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        use std::io::Write;
+        stdin.write_all(format!("{line}\r").as_bytes()).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let screen = String::from_utf8_lossy(&out.stdout);
+    let prompt = format!("127.0.0.1:{}> ", server.port);
+    assert!(screen.contains(&prompt), "{screen}");
+    assert!(screen.contains("\"x y\"\r\n"), "{screen}");
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("WRONGPASS"),
-        "{out:?}"
+        screen.contains(&format!("127.0.0.1:{}[3]> ", server.port)),
+        "{screen}"
     );
+    assert!(screen.contains("(empty array)\r\n"), "{screen}");
+    let saved = std::fs::read_to_string(&history).unwrap();
+    assert!(saved.contains("SET a \"x y\"\nGET a\n"), "{saved}");
+    let _ = std::fs::remove_file(&history);
 }

@@ -28,14 +28,15 @@ fn encode(args: &[Vec<u8>], out: &mut Vec<u8>) {
 }
 
 impl Connection {
-    /// Connects, then logs in, switches protocol and selects the database as asked. A refusal
-    /// of one of those is an error reply, returned as `Ok(Err(frame))`.
-    pub fn open(endpoint: &Endpoint, resp3: bool) -> io::Result<Result<Connection, Frame>> {
+    /// Connects, then logs in, selects the database and switches protocol, in redis-cli's
+    /// order. A refused step is reported on stderr as redis-cli does (`AUTH failed: ...`), and
+    /// the session goes on: the command then gets the server's own error.
+    pub fn open(endpoint: &Endpoint, resp3: bool) -> io::Result<Connection> {
         let stream = TcpStream::connect((endpoint.host.as_str(), endpoint.port))?;
         stream.set_nodelay(true)?;
         let mut connection = Connection {
             stream,
-            buffer: BytesMut::with_capacity(16 * 1024),
+            buffer: BytesMut::with_capacity(64 * 1024),
             pushes: Vec::new(),
         };
         if let Some(password) = &endpoint.password {
@@ -44,22 +45,23 @@ impl Connection {
                 auth.push(user.as_bytes().to_vec());
             }
             auth.push(password.as_bytes().to_vec());
-            if let reply @ Frame::Error(_) = connection.call(&auth)? {
-                return Ok(Err(reply));
-            }
-        }
-        if resp3 {
-            if let reply @ Frame::Error(_) = connection.call(&[b"HELLO".to_vec(), b"3".to_vec()])? {
-                return Ok(Err(reply));
-            }
+            connection.step(&auth, "AUTH failed")?;
         }
         if endpoint.db != 0 {
             let select = [b"SELECT".to_vec(), endpoint.db.to_string().into_bytes()];
-            if let reply @ Frame::Error(_) = connection.call(&select)? {
-                return Ok(Err(reply));
-            }
+            connection.step(&select, &format!("SELECT {} failed", endpoint.db))?;
         }
-        Ok(Ok(connection))
+        if resp3 {
+            connection.step(&[b"HELLO".to_vec(), b"3".to_vec()], "HELLO 3 failed")?;
+        }
+        Ok(connection)
+    }
+
+    fn step(&mut self, args: &[Vec<u8>], what: &str) -> io::Result<()> {
+        if let Frame::Error(text) = self.call(args)? {
+            eprintln!("{what}: {}", String::from_utf8_lossy(&text));
+        }
+        Ok(())
     }
 
     /// Sends one command and reads its reply (keeping any pushes that come before it).
@@ -76,7 +78,7 @@ impl Connection {
     }
 
     fn read_frame(&mut self) -> io::Result<Frame> {
-        let mut chunk = [0u8; 16 * 1024];
+        let mut chunk = vec![0u8; 64 * 1024];
         loop {
             match decode(&self.buffer) {
                 Ok(Some((frame, used))) => {
@@ -91,6 +93,8 @@ impl Connection {
                     ))
                 }
             }
+            // Wait for some bytes, then take all that have arrived before decoding again: a
+            // large reply is then decoded a few times, not once per chunk.
             let read = self.stream.read(&mut chunk)?;
             if read == 0 {
                 return Err(io::Error::new(
@@ -99,6 +103,18 @@ impl Connection {
                 ));
             }
             self.buffer.extend_from_slice(&chunk[..read]);
+            self.stream.set_nonblocking(true)?;
+            let drained = loop {
+                match self.stream.read(&mut chunk) {
+                    Ok(0) => break Ok(()),
+                    Ok(more) => self.buffer.extend_from_slice(&chunk[..more]),
+                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => break Ok(()),
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                    Err(err) => break Err(err),
+                }
+            };
+            self.stream.set_nonblocking(false)?;
+            drained?;
         }
     }
 }

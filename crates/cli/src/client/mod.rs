@@ -35,6 +35,11 @@ pub fn main(connect: &ConnectOpts, command: &[OsString]) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if endpoint.password.is_some() && !connect.no_auth_warning {
+        eprintln!(
+            "Warning: Using a password with '-a' or '-u' option on the command line interface may not be safe."
+        );
+    }
     let output = if connect.no_raw {
         Output::Readable
     } else if connect.raw || !std::io::stdout().is_terminal() {
@@ -55,6 +60,10 @@ pub fn main(connect: &ConnectOpts, command: &[OsString]) -> ExitCode {
             print_reply(&reply, output, &args);
             ExitCode::SUCCESS
         }
+        // SHUTDOWN succeeds by closing the connection.
+        Err(err) if is_shutdown(&args) && err.kind() == std::io::ErrorKind::UnexpectedEof => {
+            ExitCode::SUCCESS
+        }
         Err(err) => {
             eprintln!("Error: {err}");
             ExitCode::FAILURE
@@ -62,15 +71,16 @@ pub fn main(connect: &ConnectOpts, command: &[OsString]) -> ExitCode {
     }
 }
 
+/// Whether the command is SHUTDOWN, whose success is a closed connection.
+pub fn is_shutdown(args: &[Vec<u8>]) -> bool {
+    args.first()
+        .is_some_and(|name| name.eq_ignore_ascii_case(b"shutdown"))
+}
+
 /// Connects, printing redis-cli's message on failure.
 pub fn open(endpoint: &Endpoint, resp3: bool) -> Option<Connection> {
     match Connection::open(endpoint, resp3) {
-        Ok(Ok(connection)) => Some(connection),
-        Ok(Err(reply)) => {
-            let mut stderr = std::io::stderr();
-            let _ = stderr.write_all(&format::readable(&reply));
-            None
-        }
+        Ok(connection) => Some(connection),
         Err(err) => {
             eprintln!(
                 "Could not connect to Redis at {}:{}: {}",
@@ -92,21 +102,50 @@ fn describe(err: &std::io::Error) -> String {
     }
 }
 
-/// Prints a reply. INFO and a few others print their text as it is, as in redis-cli.
+/// Whether redis-cli prints this command's reply as plain text in every mode (its text is
+/// meant for people: INFO, CLIENT LIST, LATENCY DOCTOR, ...).
+fn prints_as_text(args: &[Vec<u8>]) -> bool {
+    let word = |i: usize| {
+        args.get(i)
+            .map(|w| w.to_ascii_lowercase())
+            .unwrap_or_default()
+    };
+    let (name, sub) = (word(0), word(1));
+    match name.as_slice() {
+        b"info" | b"lolwut" => true,
+        b"client" => matches!(sub.as_slice(), b"list" | b"info"),
+        b"memory" => matches!(sub.as_slice(), b"doctor" | b"malloc-stats"),
+        b"latency" => matches!(sub.as_slice(), b"doctor" | b"graph"),
+        b"cluster" => matches!(sub.as_slice(), b"info" | b"nodes"),
+        b"debug" => matches!(
+            sub.as_slice(),
+            b"htstats" | b"htstats-key" | b"client-eviction"
+        ),
+        b"proxy" => sub.as_slice() == b"info",
+        _ => false,
+    }
+}
+
+/// Prints a reply to a command.
 pub fn print_reply(reply: &Frame, output: Output, args: &[Vec<u8>]) {
-    let verbatim = args.first().is_some_and(|name| {
-        name.eq_ignore_ascii_case(b"info") || name.eq_ignore_ascii_case(b"lolwut")
-    });
-    let bytes = match (output, verbatim) {
-        (Output::Raw, _) => format::raw(reply),
-        (Output::Readable, true) => {
-            let mut text = format::raw(reply);
-            text.pop();
-            text
+    let bytes = if prints_as_text(args) {
+        let mut text = format::raw(reply);
+        text.pop();
+        text
+    } else {
+        match output {
+            Output::Raw => format::raw(reply),
+            Output::Readable => format::readable(reply),
         }
-        (Output::Readable, false) => format::readable(reply),
     };
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(&bytes);
     let _ = stdout.flush();
+}
+
+/// Prints what the server pushed unasked (RESP3): at a terminal only, as redis-cli does.
+pub fn print_push(push: &Frame, output: Output) {
+    if output == Output::Readable {
+        print_reply(push, output, &[]);
+    }
 }

@@ -10,7 +10,7 @@ use latch_protocol::Frame;
 use rustyline::error::ReadlineError;
 
 use super::split::split_args;
-use super::{open, print_reply, Connection, Output};
+use super::{open, print_push, print_reply, Connection, Output};
 use crate::connect::Endpoint;
 
 /// The state of the session: the connection (None after it dropped), and the database for the
@@ -56,7 +56,7 @@ impl Session {
         match connection.call(&args) {
             Ok(reply) => {
                 for push in std::mem::take(&mut connection.pushes) {
-                    print_reply(&push, self.output, &[]);
+                    print_push(&push, self.output);
                 }
                 let ok = !matches!(reply, Frame::Error(_));
                 if ok && name.eq_ignore_ascii_case(b"select") && args.len() == 2 {
@@ -73,7 +73,9 @@ impl Session {
                 print_reply(&reply, self.output, &args);
             }
             Err(err) => {
-                println!("Error: {err}");
+                if !(super::is_shutdown(&args) && err.kind() == std::io::ErrorKind::UnexpectedEof) {
+                    eprintln!("Error: {err}");
+                }
                 self.connection = None;
             }
         }
