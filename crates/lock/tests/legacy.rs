@@ -1,12 +1,13 @@
 //! The seed page's legacy SETNX lock: its C1/C2 race with the naive "DEL then SETNX" takeover,
 //! and the GETSET algorithm that closes it.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use latch_lock::{Attempt, LegacyLock, LockError};
 use latch_testkit::{Program, Server};
-use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 
 fn unix_now() -> u64 {
@@ -16,22 +17,14 @@ fn unix_now() -> u64 {
         .as_secs()
 }
 
-async fn connection(server: &Server) -> MultiplexedConnection {
-    redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_tokio_connection()
-        .await
-        .unwrap()
-}
-
 /// The page's interleaving, step by step: C3 crashed holding the lock; C1 and C2 both read its
 /// expired time, then C1 DELs and SETNXes, then C2 DELs and SETNXes. Both succeed.
 #[tokio::test]
 async fn naive_del_then_setnx_takeover_grants_the_lock_twice() {
     for program in [Program::Latch, Program::Redis] {
         let server = Server::start(program, &[]);
-        let mut c1 = connection(&server).await;
-        let mut c2 = connection(&server).await;
+        let mut c1 = common::connection(&server.url()).await;
+        let mut c2 = common::connection(&server.url()).await;
         let now = unix_now();
         let _: () = c1.set("lock.foo", now - 10).await.unwrap();
 
@@ -52,8 +45,8 @@ async fn naive_del_then_setnx_takeover_grants_the_lock_twice() {
 async fn getset_takeover_grants_it_once() {
     for program in [Program::Latch, Program::Redis] {
         let server = Server::start(program, &[]);
-        let mut c1 = connection(&server).await;
-        let mut c2 = connection(&server).await;
+        let mut c1 = common::connection(&server.url()).await;
+        let mut c2 = common::connection(&server.url()).await;
         let now = unix_now();
         let _: () = c1.set("lock.foo", now - 10).await.unwrap();
         let got1: bool = c1.set_nx("lock.foo", now + 11).await.unwrap();
@@ -78,7 +71,7 @@ async fn getset_takeover_grants_it_once() {
 async fn library_takeover_has_one_winner_per_round() {
     let server = Server::latch(&[]);
     let url = server.url();
-    let mut con = connection(&server).await;
+    let mut con = common::connection(&server.url()).await;
     for _round in 0..30 {
         let _: () = con.set("lock.race", unix_now() - 5).await.unwrap();
         let barrier = Arc::new(tokio::sync::Barrier::new(8));
@@ -105,7 +98,7 @@ async fn library_takeover_has_one_winner_per_round() {
 async fn legacy_acquire_wait_and_release_rules() {
     let server = Server::latch(&[]);
     let url = server.url();
-    let mut con = connection(&server).await;
+    let mut con = common::connection(&server.url()).await;
     let a = LegacyLock::new(&url, "lock.foo", 10).unwrap();
     let lease = a.acquire(None).await.unwrap();
     let stored: u64 = con.get("lock.foo").await.unwrap();

@@ -1,6 +1,8 @@
 //! Redlock over three independent servers: majorities, failures, validity, and fencing tokens
 //! that grow across majorities whose servers' counters disagree.
 
+mod common;
+
 use std::time::Duration;
 
 use latch_lock::{fence_key, LockError, LockOptions, Locker};
@@ -15,14 +17,6 @@ fn urls(servers: &[Server]) -> Vec<String> {
     servers.iter().map(Server::url).collect()
 }
 
-async fn connection(server: &Server) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_tokio_connection()
-        .await
-        .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn majority_grants_and_minority_does_not() {
     for program in [Program::Latch, Program::Redis] {
@@ -33,7 +27,11 @@ async fn majority_grants_and_minority_does_not() {
 
         let guard = locker.try_lock("job").await.unwrap();
         for server in &servers {
-            let value: String = connection(server).await.get("job").await.unwrap();
+            let value: String = common::connection(&server.url())
+                .await
+                .get("job")
+                .await
+                .unwrap();
             assert_eq!(value, guard.token());
         }
         // A second client finds it held everywhere.
@@ -63,7 +61,11 @@ async fn majority_grants_and_minority_does_not() {
             }
             other => panic!("expected QuorumFailed, got {other:?}"),
         }
-        let left: bool = connection(&servers[0]).await.exists("job").await.unwrap();
+        let left: bool = common::connection(&servers[0].url())
+            .await
+            .exists("job")
+            .await
+            .unwrap();
         assert!(!left, "a failed Redlock round releases its partial grant");
     }
 }
@@ -72,17 +74,25 @@ async fn majority_grants_and_minority_does_not() {
 async fn a_minority_holding_a_stale_lock_does_not_block_and_is_not_overwritten() {
     let servers = three(Program::Latch);
     // Someone else holds the lock on one server only.
-    let _: () = connection(&servers[0])
+    let _: () = common::connection(&servers[0].url())
         .await
         .set("split", "other-token")
         .await
         .unwrap();
     let locker = Locker::new(&urls(&servers)).unwrap();
     let guard = locker.try_lock("split").await.unwrap();
-    let value: String = connection(&servers[0]).await.get("split").await.unwrap();
+    let value: String = common::connection(&servers[0].url())
+        .await
+        .get("split")
+        .await
+        .unwrap();
     assert_eq!(value, "other-token");
     guard.release().await.unwrap();
-    let value: String = connection(&servers[0]).await.get("split").await.unwrap();
+    let value: String = common::connection(&servers[0].url())
+        .await
+        .get("split")
+        .await
+        .unwrap();
     assert_eq!(value, "other-token", "release only deletes its own token");
 }
 
@@ -92,7 +102,7 @@ async fn a_minority_holding_a_stale_lock_does_not_block_and_is_not_overwritten()
 async fn fencing_tokens_grow_across_different_majorities() {
     let mut servers = three(Program::Latch);
     let far_ahead = u64::MAX / 4096; // still an exact Lua number
-    let _: () = connection(&servers[0])
+    let _: () = common::connection(&servers[0].url())
         .await
         .set(fence_key("f"), far_ahead)
         .await
@@ -103,7 +113,11 @@ async fn fencing_tokens_grow_across_different_majorities() {
     assert_eq!(first.fencing_token(), far_ahead + 1);
     first.release().await.unwrap();
     for server in &servers {
-        let fence: u64 = connection(server).await.get(fence_key("f")).await.unwrap();
+        let fence: u64 = common::connection(&server.url())
+            .await
+            .get(fence_key("f"))
+            .await
+            .unwrap();
         assert_eq!(fence, far_ahead + 1, "raised everywhere it was granted");
     }
     // The far-ahead server leaves; the other two form the next majority.

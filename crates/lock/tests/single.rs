@@ -1,19 +1,13 @@
 //! The single-server lock against Latch and against Debian's redis-server: each test runs on
 //! both, so the library is shown to work with any Redis, not only ours.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use latch_lock::{fence_key, LockError, LockOptions, LockState, Locker, LostReason};
 use latch_testkit::{Program, Server};
 use redis::AsyncCommands;
-
-async fn connection(server: &Server) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_tokio_connection()
-        .await
-        .unwrap()
-}
 
 /// Runs `body` once against Latch and once against redis-server.
 macro_rules! on_both {
@@ -44,11 +38,7 @@ on_both!(acquire_refuse_release, |server: &Server| {
             other => panic!("expected NotAcquired, got {other:?}"),
         }
         // The key holds the holder's token with a TTL of at most 10 s.
-        let mut con = redis::Client::open(server.as_str())
-            .unwrap()
-            .get_multiplexed_tokio_connection()
-            .await
-            .unwrap();
+        let mut con = common::connection(&server).await;
         let value: String = con.get("res").await.unwrap();
         assert_eq!(value, guard.token());
         let pttl: i64 = con.pttl("res").await.unwrap();
@@ -81,11 +71,7 @@ on_both!(fencing_tokens_grow_across_holders, |server: &Server| {
             .unwrap()
             .as_micros() as u64;
         assert!(last > now_us - 60_000_000 && last < now_us + 60_000_000);
-        let mut con = redis::Client::open(url.as_str())
-            .unwrap()
-            .get_multiplexed_tokio_connection()
-            .await
-            .unwrap();
+        let mut con = common::connection(&url).await;
         let stored: u64 = con.get(fence_key("fenced")).await.unwrap();
         assert_eq!(stored, last);
     }
@@ -178,11 +164,7 @@ on_both!(a_replaced_token_is_reported_lost, |server: &Server| {
         let locker =
             Locker::with_options(&[&url], LockOptions::new(Duration::from_millis(600))).unwrap();
         let guard = locker.try_lock("stolen").await.unwrap();
-        let mut con = redis::Client::open(url.as_str())
-            .unwrap()
-            .get_multiplexed_tokio_connection()
-            .await
-            .unwrap();
+        let mut con = common::connection(&url).await;
         // An operator (or a buggy client) overwrites the lock.
         let _: () = con.set("stolen", "someone-else").await.unwrap();
         let reason = tokio::time::timeout(Duration::from_secs(2), guard.lost())
@@ -245,11 +227,7 @@ on_both!(scripts_reload_after_script_flush, |server: &Server| {
     async move {
         let locker = Locker::new(&[&url]).unwrap();
         locker.try_lock("a").await.unwrap().release().await.unwrap();
-        let mut con = redis::Client::open(url.as_str())
-            .unwrap()
-            .get_multiplexed_tokio_connection()
-            .await
-            .unwrap();
+        let mut con = common::connection(&url).await;
         let _: () = redis::cmd("SCRIPT")
             .arg("FLUSH")
             .query_async(&mut con)
@@ -264,11 +242,7 @@ on_both!(scripts_reload_after_script_flush, |server: &Server| {
 on_both!(wrong_type_key_is_a_protocol_error, |server: &Server| {
     let url = server.url();
     async move {
-        let mut con = redis::Client::open(url.as_str())
-            .unwrap()
-            .get_multiplexed_tokio_connection()
-            .await
-            .unwrap();
+        let mut con = common::connection(&url).await;
         let _: () = con.hset("h", "f", "v").await.unwrap();
         let locker = Locker::new(&[&url]).unwrap();
         // SET NX finds the hash: not granted, and the hash is untouched.
@@ -342,7 +316,7 @@ async fn fencing_tokens_grow_across_a_restart_without_data() {
     let locker = Locker::new(&[server.url()]).unwrap();
     let before = locker.try_lock("restart").await.unwrap().fencing_token();
     server.restart(&[]);
-    let mut con = connection(&server).await;
+    let mut con = common::connection(&server.url()).await;
     let fence: Option<u64> = con.get(fence_key("restart")).await.unwrap();
     assert_eq!(fence, None, "the data is gone");
     let locker = Locker::new(&[server.url()]).unwrap();
@@ -362,7 +336,7 @@ async fn a_wall_clock_jump_does_not_expire_a_lock() {
     )
     .unwrap();
     let guard = locker.try_lock("clock").await.unwrap();
-    let mut con = connection(&server).await;
+    let mut con = common::connection(&server.url()).await;
     let _: () = redis::cmd("DEBUG")
         .arg("JUMP-CLOCK")
         .arg(3_600_000)

@@ -15,36 +15,7 @@ pub struct TestServer {
     keep_dir: bool,
 }
 
-/// Whether process `pid` holds a listening TCP socket on `port` (from /proc: the socket
-/// inodes of /proc/net/tcp{,6} entries in LISTEN state, among the process' descriptors).
-pub fn listens_on(pid: u32, port: u16) -> bool {
-    let mut inodes = Vec::new();
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let Ok(text) = std::fs::read_to_string(table) else {
-            continue;
-        };
-        for line in text.lines().skip(1) {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let listening = fields.get(3) == Some(&"0A");
-            let local_port = fields
-                .get(1)
-                .and_then(|a| a.rsplit(':').next())
-                .and_then(|p| u16::from_str_radix(p, 16).ok());
-            if listening && local_port == Some(port) {
-                if let Some(inode) = fields.get(9) {
-                    inodes.push(format!("socket:[{inode}]"));
-                }
-            }
-        }
-    }
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return false;
-    };
-    fds.flatten().any(|fd| {
-        std::fs::read_link(fd.path())
-            .is_ok_and(|target| inodes.iter().any(|i| target.to_string_lossy() == *i))
-    })
-}
+pub use latch_testkit::listens_on;
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

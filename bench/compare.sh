@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# latch-server against redis-server 7.0 on this machine, side by side in one run.
+#
+#   bench/compare.sh [--rounds N] [--quick] [--placements "pinned unpinned"]
+#                    [--persistence "off everysec always"] [--no-memory]
+#
+# For each placement (pinned: both servers on core 0, redis-benchmark on core 1; unpinned:
+# no taskset) and persistence mode (off, appendfsync everysec, appendfsync always), rounds
+# alternate redis, latch, redis, latch... and the table shows the median of the rounds:
+# requests/s, p50 and p99 latency (ms) from redis-benchmark, and the server's CPU time per
+# request (µs, utime+stime from /proc/PID/stat before and after), each with latch/redis.
+# The rows: SET, GET, SETNX (random keys), INCR, MSET (10 keys), SET k token NX PX 30000
+# (the lock acquire), and the Lua compare-and-delete release through EVALSHA; at 50 clients
+# with pipeline 1 and 16, and 1 client with pipeline 1. With persistence on, only the write
+# rows at 50 clients, pipeline 1.
+# Then memory: RSS growth after loading 1M keys (16-byte keys, 32-byte values), per key.
+#
+# Needs redis-server, redis-benchmark, redis-cli (Debian: redis-server, redis-tools) and
+# taskset (util-linux); builds latch-server --release if missing.
+set -euo pipefail
+
+rounds=3 quick=0 memory=1
+placements="pinned unpinned"
+persistence="off everysec always"
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --rounds) rounds=$2; shift 2 ;;
+        --quick) quick=1; shift ;;
+        --placements) placements=$2; shift 2 ;;
+        --persistence) persistence=$2; shift 2 ;;
+        --no-memory) memory=0; shift ;;
+        *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
+    esac
+done
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+latch_bin=$repo/target/release/latch-server
+[[ -x $latch_bin ]] || (cd "$repo" && cargo build --release -p latch-server)
+for tool in redis-server redis-benchmark redis-cli taskset; do
+    command -v "$tool" >/dev/null || {
+        echo "needs $tool (apt-get install redis-server redis-tools util-linux)" >&2
+        exit 1
+    }
+done
+[[ $(nproc) -ge 2 ]] || { echo "needs 2 cores for the pinned placement" >&2; exit 1; }
+
+work=$(mktemp -d)
+pid=
+cleanup() { [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+port=$((20000 + RANDOM % 20000))
+ticks_per_second=$(getconf CLK_TCK)
+
+# Requests per run, by clients/pipeline: each run lasts about a second or two.
+requests_for() {
+    local scale=1
+    [[ $quick -eq 1 ]] && scale=4
+    case $1 in
+        c50-P1) echo $((200000 / scale)) ;;
+        c50-P16) echo $((1000000 / scale)) ;;
+        c1-P1) echo $((40000 / scale)) ;;
+    esac
+}
+
+# start WHICH PLACEMENT MODE: a fresh server (redis or latch) in its own directory.
+start() {
+    local which=$1 placement=$2 mode=$3 dir=$work/$RANDOM$RANDOM bin=redis-server
+    [[ $which == latch ]] && bin=$latch_bin
+    mkdir -p "$dir"
+    local aof=(--appendonly no)
+    [[ $mode != off ]] && aof=(--appendonly yes --appendfsync "$mode")
+    local pin=()
+    [[ $placement == pinned ]] && pin=(taskset -c 0)
+    "${pin[@]}" "$bin" --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" "${aof[@]}" \
+        >/dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do
+        redis-cli -p "$port" ping >/dev/null 2>&1 && return
+        sleep 0.05
+    done
+    echo "server $bin did not start" >&2
+    exit 1
+}
+
+stop() { kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=; }
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
+
+release_sha=
+load_release_script() {
+    release_sha=$(redis-cli -p "$port" SCRIPT LOAD \
+        "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end")
+}
+
+# The command of each row for redis-benchmark, or -t NAME for a built-in test.
+row_args() {
+    case $1 in
+        SET) echo "-t set" ;;
+        GET) echo "-t get" ;;
+        SETNX) echo "SETNX key:__rand_int__ value" ;;
+        INCR) echo "-t incr" ;;
+        MSET) echo "-t mset" ;;
+        LOCK) echo "SET lock:__rand_int__ token NX PX 30000" ;;
+        RELEASE) echo "EVALSHA $release_sha 1 lock:__rand_int__ token" ;;
+    esac
+}
+
+# bench PLACEMENT ROW SHAPE: prints "rps p50 p99 cpu_us_per_request".
+bench() {
+    local placement=$1 row=$2 shape=$3 clients pipeline requests
+    clients=${shape%%-*}; clients=${clients#c}
+    pipeline=${shape##*-P}
+    requests=$(requests_for "$shape")
+    local pin=()
+    [[ $placement == pinned ]] && pin=(taskset -c 1)
+    local before after
+    before=$(cpu_ticks)
+    # shellcheck disable=SC2046
+    "${pin[@]}" redis-benchmark -p "$port" -r 100000 -n "$requests" -c "$clients" \
+        -P "$pipeline" --csv $(row_args "$row") 2>/dev/null >"$work/out.csv"
+    after=$(cpu_ticks)
+    awk -F'","' -v ticks=$((after - before)) -v hz="$ticks_per_second" -v n="$requests" '
+        NR == 2 { gsub(/"/, "", $2); gsub(/"/, "", $5); gsub(/"/, "", $7);
+                  printf "%s %s %s %.2f\n", $2, $5, $7, ticks / hz * 1e6 / n }' "$work/out.csv"
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+
+all_rows="SET GET SETNX INCR MSET LOCK RELEASE"
+write_rows="SET SETNX INCR MSET LOCK RELEASE"
+shapes="c50-P1 c50-P16 c1-P1"
+
+printf '%-9s %-8s %-8s %-7s | %10s %10s %6s | %6s %6s | %6s %6s %6s | %7s %7s %6s\n' \
+    placement aof row shape redis_rps latch_rps ratio r_p50 l_p50 r_p99 l_p99 ratio \
+    r_cpu_us l_cpu_us ratio
+for placement in $placements; do
+    for mode in $persistence; do
+        rows=$all_rows cells=$shapes
+        if [[ $mode != off ]]; then rows=$write_rows cells=c50-P1; fi
+        rm -f "$work"/res.*
+        for _ in $(seq "$rounds"); do
+            for which in redis latch; do
+                start "$which" "$placement" "$mode"
+                load_release_script
+                for row in $rows; do
+                    for shape in $cells; do
+                        bench "$placement" "$row" "$shape" >>"$work/res.$which.$row.$shape"
+                    done
+                done
+                stop
+            done
+        done
+        for row in $rows; do
+            for shape in $cells; do
+                declare -A m=()
+                for which in redis latch; do
+                    f=$work/res.$which.$row.$shape
+                    m[$which.rps]=$(awk '{ print $1 }' "$f" | median)
+                    m[$which.p50]=$(awk '{ print $2 }' "$f" | median)
+                    m[$which.p99]=$(awk '{ print $3 }' "$f" | median)
+                    m[$which.cpu]=$(awk '{ print $4 }' "$f" | median)
+                done
+                printf '%-9s %-8s %-8s %-7s | %10s %10s %6s | %6s %6s | %6s %6s %6s | %7s %7s %6s\n' \
+                    "$placement" "$mode" "$row" "$shape" \
+                    "${m[redis.rps]}" "${m[latch.rps]}" "$(ratio "${m[latch.rps]}" "${m[redis.rps]}")" \
+                    "${m[redis.p50]}" "${m[latch.p50]}" \
+                    "${m[redis.p99]}" "${m[latch.p99]}" "$(ratio "${m[latch.p99]}" "${m[redis.p99]}")" \
+                    "${m[redis.cpu]}" "${m[latch.cpu]}" "$(ratio "${m[latch.cpu]}" "${m[redis.cpu]}")"
+            done
+        done
+    done
+done
+
+if [[ $memory -eq 1 ]]; then
+    # 1M SETs of 16-byte keys and 32-byte values, sent with redis-cli --pipe.
+    awk 'BEGIN { v = "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv";
+                 for (i = 0; i < 1000000; i++) {
+                     k = sprintf("k%015d", i);
+                     printf "*3\r\n$3\r\nSET\r\n$16\r\n%s\r\n$32\r\n%s\r\n", k, v } }' >"$work/load.resp"
+    printf '\n%-8s %12s %12s %14s\n' server rss_before rss_after bytes_per_key
+    declare -A per_key=()
+    for which in redis latch; do
+        start "$which" unpinned off
+        before=$(awk '/^VmRSS/ { print $2 }' "/proc/$pid/status")
+        redis-cli -p "$port" --pipe <"$work/load.resp" >/dev/null
+        keys=$(redis-cli -p "$port" DBSIZE)
+        after=$(awk '/^VmRSS/ { print $2 }' "/proc/$pid/status")
+        per_key[$which]=$(awk -v a="$after" -v b="$before" -v k="$keys" 'BEGIN { printf "%.1f", (a - b) * 1024 / k }')
+        printf '%-8s %9s KiB %9s KiB %14s\n' "$which" "$before" "$after" "${per_key[$which]}"
+        stop
+    done
+    echo "memory latch/redis: $(ratio "${per_key[latch]}" "${per_key[redis]}")"
+fi
+echo "($(date -u +%F), $(nproc) cores, median of $rounds alternating rounds; redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'))"
