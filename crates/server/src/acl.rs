@@ -328,6 +328,11 @@ impl Rules {
         if self.all_keys {
             return true;
         }
+        if let Some(keys) = crate::commands::parsed_keys(spec.name, args) {
+            return keys
+                .iter()
+                .all(|&(at, flags)| self.key_allowed(&args[at], flags));
+        }
         let mut ok = true;
         let resolved = spec::visit_keys(spec, args, |at, flags| {
             let flags = actual_key_flags(spec, args, flags);

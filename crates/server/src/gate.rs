@@ -980,6 +980,16 @@ fn redacted(args: &[Bytes]) -> std::borrow::Cow<'_, [Bytes]> {
             .for_each(|a| *a = Bytes::from_static(HIDDEN));
         return shown.into();
     }
+    if args[0].eq_ignore_ascii_case(b"migrate") {
+        let secrets = crate::commands::keys::migrate::secret_positions(args);
+        if !secrets.is_empty() {
+            let mut shown = args.to_vec();
+            for at in secrets {
+                shown[at] = Bytes::from_static(HIDDEN);
+            }
+            return shown.into();
+        }
+    }
     if args[0].eq_ignore_ascii_case(b"hello") {
         if let Some(at) = args.iter().position(|a| a.eq_ignore_ascii_case(b"auth")) {
             let mut shown = args.to_vec();

@@ -556,7 +556,7 @@ async fn idle(timeout: Duration, exempt: bool) {
     tokio::time::sleep(timeout).await;
 }
 
-/// Background work at `hz`: active expiry.
+/// Background work at `hz`: active expiry, persistence, idle MIGRATE connections.
 pub async fn cron(server: Arc<Server>) {
     let mut shard = 0usize;
     loop {
@@ -566,6 +566,7 @@ pub async fn cron(server: Arc<Server>) {
             return;
         }
         crate::persistence::cron(&server);
+        server.migrate_sockets.close_idle();
         if !server.active_expire.load(Ordering::Relaxed) {
             continue;
         }

@@ -39,6 +39,8 @@ pub struct Server {
     pub acl: crate::acl::Acl,
     /// The AOF and RDB snapshots.
     pub persistence: crate::persistence::Persistence,
+    /// Open connections to MIGRATE's targets.
+    pub migrate_sockets: crate::commands::keys::migrate::MigrateSockets,
     /// This server's own `Arc`, for background work started by a command (BGSAVE...).
     self_ref: std::sync::OnceLock<std::sync::Weak<Server>>,
 }
@@ -92,6 +94,7 @@ impl Server {
             scripting: Scripting::new(),
             acl,
             persistence: crate::persistence::Persistence::new(),
+            migrate_sockets: Default::default(),
             self_ref: std::sync::OnceLock::new(),
         }
     }

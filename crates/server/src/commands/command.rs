@@ -298,9 +298,11 @@ fn getkeys(ctx: &mut Ctx<'_, '_>, args: &[Bytes], with_flags: bool) {
             .error(b"ERR Invalid number of arguments specified for command");
         return;
     }
-    // SORT's BY/GET/STORE keys sit where only its own parser can find them ("unknown" key
-    // specs); like Redis' getkeys procedures, that parser answers instead of the specs.
-    if let Some(keys) = crate::commands::sort::keys_of(command.full_name.as_str(), target) {
+    // SORT's BY/GET/STORE keys and MIGRATE's KEYS sit where only the command's own parser
+    // finds them for sure ("unknown" or incomplete key specs); like Redis' getkeys
+    // procedures, that parser answers instead of the specs.
+    let name = command.full_name.as_str();
+    if let Some(keys) = crate::commands::parsed_keys(name, target) {
         reply_keys(ctx.reply, target, &keys, with_flags);
         return;
     }

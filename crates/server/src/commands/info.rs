@@ -622,7 +622,15 @@ fn stats_section(server: &Server, out: &mut String) {
         "pubsubshard_channels",
         "latest_fork_usec",
         "total_forks",
+    ] {
+        field(out, name, 0);
+    }
+    field(
+        out,
         "migrate_cached_sockets",
+        server.migrate_sockets.count(),
+    );
+    for name in [
         "slave_expires_tracked_keys",
         "active_defrag_hits",
         "active_defrag_misses",

@@ -6,12 +6,14 @@
 //! - [`rename`]: RENAME, RENAMENX, COPY, MOVE.
 //! - [`object`]: OBJECT and its subcommands.
 //! - [`dump`]: DUMP and RESTORE (Redis' serialized values).
+//! - [`migrate`]: MIGRATE (DUMP here, RESTORE on another server).
 //!
 //! Each theme declares its specs as constants; `COMMANDS` lists them for the table.
 
 mod basic;
 mod dump;
 mod expire;
+pub(crate) mod migrate;
 mod object;
 mod rename;
 pub(crate) mod scan;
@@ -43,4 +45,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     object::OBJECT,
     dump::DUMP,
     dump::RESTORE,
+    dump::RESTORE_ASKING,
+    migrate::MIGRATE,
 ];

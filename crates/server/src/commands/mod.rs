@@ -107,6 +107,13 @@ pub mod err {
     pub const NOT_POSITIVE: &[u8] = b"ERR value is out of range, must be positive";
 }
 
+/// The keys of a command whose key specs cannot find them all for sure (SORT's BY/GET/STORE,
+/// MIGRATE's KEYS), found by the command's own parser, with each key's spec flags; `None`
+/// for every other command, whose key specs are exact. `name` is the full name.
+pub fn parsed_keys(name: &str, args: &[Bytes]) -> Option<Vec<(usize, u16)>> {
+    sort::keys_of(name, args).or_else(|| keys::migrate::keys_of(name, args))
+}
+
 /// Redis' `wrong number of arguments` error for a command's full name (`config|get`).
 pub fn arity_error(full_name: &str) -> Vec<u8> {
     format!("ERR wrong number of arguments for '{full_name}' command").into_bytes()

@@ -6,7 +6,7 @@ use latch_keyspace::{Deadline, Entry};
 use latch_persist::rdb::{dump_payload, restore_payload, RdbError};
 
 use crate::commands::{err, is, parse_i64, Ctx};
-use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, KeySpec};
+use crate::spec::{acl, docflag, flag, keyflag, Arg, CommandSpec, Group, KeySpec};
 
 pub(super) const DUMP: CommandSpec = CommandSpec {
     name: "dump",
@@ -55,6 +55,17 @@ pub(super) const RESTORE: CommandSpec = CommandSpec {
     ],
     handler: Some(restore),
     ..CommandSpec::BASE
+};
+
+/// RESTORE as a cluster's MIGRATE sends it; without cluster mode it is plain RESTORE.
+pub(super) const RESTORE_ASKING: CommandSpec = CommandSpec {
+    name: "restore-asking",
+    group: Group::Server,
+    summary: "RESTORE as sent by MIGRATE within a cluster (an internal command).",
+    since: "3.0.0",
+    flags: flag::WRITE | flag::DENYOOM | flag::ASKING,
+    doc_flags: docflag::SYSCALL,
+    ..RESTORE
 };
 
 fn dump(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
