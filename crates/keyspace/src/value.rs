@@ -7,14 +7,15 @@ use crate::stream::Stream;
 use crate::zset::SortedSet;
 
 /// The value stored under a key. Each data type joins this enum (and the persistence
-/// format) in one place.
+/// format) in one place. Every variant but the string is boxed, so the enum (and with it
+/// every hash-table slot) is only as large as a `Vec`: most keys hold strings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
     /// A binary-safe string.
     Str(Vec<u8>),
-    List(VecDeque<Vec<u8>>),
-    Set(HashSet<Vec<u8>>),
-    Hash(HashMap<Vec<u8>, Vec<u8>>),
+    List(Box<VecDeque<Vec<u8>>>),
+    Set(Box<HashSet<Vec<u8>>>),
+    Hash(Box<HashMap<Vec<u8>, Vec<u8>>>),
     ZSet(Box<SortedSet>),
     Stream(Box<Stream>),
 }

@@ -38,7 +38,7 @@ fn list() -> impl Strategy<Value = Value> {
         proptest::collection::vec(bytes(), 1..20),
         proptest::collection::vec(bytes(), 1..600),
     ]
-    .prop_map(|items| Value::List(VecDeque::from(items)))
+    .prop_map(|items| Value::List(Box::new(VecDeque::from(items))))
 }
 
 fn set() -> impl Strategy<Value = Value> {
@@ -49,7 +49,7 @@ fn set() -> impl Strategy<Value = Value> {
             1..600
         ),
     ]
-    .prop_map(Value::Set)
+    .prop_map(|members| Value::Set(Box::new(members)))
 }
 
 fn hash() -> impl Strategy<Value = Value> {
@@ -57,7 +57,7 @@ fn hash() -> impl Strategy<Value = Value> {
         proptest::collection::hash_map(bytes(), bytes(), 1..20),
         proptest::collection::hash_map(bytes(), bytes(), 1..300),
     ]
-    .prop_map(Value::Hash)
+    .prop_map(|fields| Value::Hash(Box::new(fields)))
 }
 
 fn zset() -> impl Strategy<Value = Value> {

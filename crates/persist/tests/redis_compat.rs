@@ -280,7 +280,7 @@ fn assert_matches(conn: &mut Conn, key: &[u8], value: &Value, expire: Option<i64
                 .call(&[&b"LRANGE"[..], key, b"0", b"-1"])
                 .bulks()
                 .into();
-            assert_eq!(&got, items, "{name}");
+            assert_eq!(&got, &**items, "{name}");
         }
         Value::Set(members) => {
             let got: HashSet<Vec<u8>> = conn
@@ -288,7 +288,7 @@ fn assert_matches(conn: &mut Conn, key: &[u8], value: &Value, expire: Option<i64
                 .bulks()
                 .into_iter()
                 .collect();
-            assert_eq!(&got, members, "{name}");
+            assert_eq!(&got, &**members, "{name}");
         }
         Value::Hash(fields) => {
             let flat = conn.call(&[&b"HGETALL"[..], key]).bulks();
@@ -296,7 +296,7 @@ fn assert_matches(conn: &mut Conn, key: &[u8], value: &Value, expire: Option<i64
                 .chunks(2)
                 .map(|pair| (pair[0].clone(), pair[1].clone()))
                 .collect();
-            assert_eq!(&got, fields, "{name}");
+            assert_eq!(&got, &**fields, "{name}");
         }
         Value::ZSet(set) => {
             let flat = conn
@@ -457,7 +457,12 @@ fn latch_values(now: i64) -> Vec<Key> {
     add(
         0,
         "list:small",
-        Value::List(strings(["a", "1", "-5", "hello"].map(String::from)).into()),
+        Value::List(
+            strings(["a", "1", "-5", "hello"].map(String::from))
+                .into_iter()
+                .collect::<VecDeque<_>>()
+                .into(),
+        ),
         None,
     );
     let big: Vec<String> = (0..1000)
@@ -468,15 +473,25 @@ fn latch_values(now: i64) -> Vec<Key> {
             _ => format!("item {i}"),
         })
         .collect();
-    add(0, "list:big", Value::List(strings(big).into()), None);
+    add(
+        0,
+        "list:big",
+        Value::List(strings(big).into_iter().collect::<VecDeque<_>>().into()),
+        None,
+    );
     add(
         0,
         "list:hugeitem",
-        Value::List(strings(["x".to_string(), "y".repeat(20_000), "z".to_string()]).into()),
+        Value::List(
+            strings(["x".to_string(), "y".repeat(20_000), "z".to_string()])
+                .into_iter()
+                .collect::<VecDeque<_>>()
+                .into(),
+        ),
         None,
     );
 
-    let set = |items: Vec<String>| Value::Set(strings(items).into_iter().collect());
+    let set = |items: Vec<String>| Value::Set(Box::new(strings(items).into_iter().collect()));
     add(
         0,
         "set:ints",
@@ -503,7 +518,9 @@ fn latch_values(now: i64) -> Vec<Key> {
     );
 
     let hash = |pairs: Vec<(String, String)>| {
-        Value::Hash(pairs.into_iter().map(|(f, v)| (b(&f), b(&v))).collect())
+        Value::Hash(Box::new(
+            pairs.into_iter().map(|(f, v)| (b(&f), b(&v))).collect(),
+        ))
     };
     add(
         0,
@@ -602,7 +619,12 @@ fn latch_values(now: i64) -> Vec<Key> {
     add(
         3,
         "other:list",
-        Value::List(strings(["p".into(), "q".into()]).into()),
+        Value::List(
+            strings(["p".into(), "q".into()])
+                .into_iter()
+                .collect::<VecDeque<_>>()
+                .into(),
+        ),
         None,
     );
     keys

@@ -1,5 +1,10 @@
 //! `latch-server [config-file] [--option value ...]`, like redis-server.
 
+/// jemalloc, as in Redis: size classes without a per-block header keep small keys and
+/// values compact, and its statistics give INFO memory its figures.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "-v" || a == "--version") {

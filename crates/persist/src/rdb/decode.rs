@@ -199,7 +199,7 @@ pub(crate) fn read_object<R: Read>(
             for _ in 0..len {
                 items.push_back(input.read_string()?);
             }
-            Value::List(items)
+            Value::List(items.into())
         }
         types::SET => {
             let len = input.read_len()?;
@@ -210,7 +210,7 @@ pub(crate) fn read_object<R: Read>(
                     return Err(input.corrupt("duplicate set member"));
                 }
             }
-            Value::Set(members)
+            Value::Set(members.into())
         }
         types::ZSET | types::ZSET_2 => {
             let len = input.read_len()?;
@@ -236,7 +236,7 @@ pub(crate) fn read_object<R: Read>(
                     return Err(input.corrupt("duplicate hash field"));
                 }
             }
-            Value::Hash(fields)
+            Value::Hash(fields.into())
         }
         types::HASH_ZIPMAP => {
             let blob = input.read_string()?;
@@ -247,22 +247,24 @@ pub(crate) fn read_object<R: Read>(
                     return Err(input.corrupt("duplicate hash field"));
                 }
             }
-            Value::Hash(fields)
+            Value::Hash(fields.into())
         }
         types::LIST_ZIPLIST => {
             let blob = input.read_string()?;
             let elements = ziplist::parse(&blob).map_err(|e| input.corrupt(e))?;
-            Value::List(elements.into_iter().map(Element::to_bytes).collect())
+            Value::List(Box::new(
+                elements.into_iter().map(Element::to_bytes).collect(),
+            ))
         }
         types::SET_INTSET => {
             let blob = input.read_string()?;
             let values = intset::parse(&blob).map_err(|e| input.corrupt(e))?;
-            Value::Set(
+            Value::Set(Box::new(
                 values
                     .into_iter()
                     .map(|v| v.to_string().into_bytes())
                     .collect(),
-            )
+            ))
         }
         types::SET_LISTPACK => {
             let blob = input.read_string()?;
@@ -273,7 +275,7 @@ pub(crate) fn read_object<R: Read>(
                     return Err(input.corrupt("duplicate set member"));
                 }
             }
-            Value::Set(members)
+            Value::Set(members.into())
         }
         types::ZSET_ZIPLIST | types::ZSET_LISTPACK => {
             let blob = input.read_string()?;
@@ -318,7 +320,7 @@ pub(crate) fn read_object<R: Read>(
                     return Err(input.corrupt("duplicate hash field"));
                 }
             }
-            Value::Hash(fields)
+            Value::Hash(fields.into())
         }
         types::LIST_QUICKLIST | types::LIST_QUICKLIST_2 => {
             let nodes = input.read_len()?;
@@ -348,7 +350,7 @@ pub(crate) fn read_object<R: Read>(
                 .map_err(|e| input.corrupt(e))?;
                 items.extend(elements.into_iter().map(Element::to_bytes));
             }
-            Value::List(items)
+            Value::List(items.into())
         }
         types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 | types::STREAM_LISTPACKS_3 => {
             Value::Stream(Box::new(stream::read_stream(input, kind)?))

@@ -133,7 +133,7 @@ pub(crate) fn put_typed_value(out: &mut impl Sink, key: Option<&[u8]>, value: &V
             None => {
                 put_header(out, types::SET, key);
                 put_len(out, members.len() as u64);
-                for member in members {
+                for member in members.iter() {
                     put_string(out, member);
                 }
             }
@@ -142,7 +142,7 @@ pub(crate) fn put_typed_value(out: &mut impl Sink, key: Option<&[u8]>, value: &V
             if hash_is_small(fields) {
                 put_header(out, types::HASH_LISTPACK, key);
                 let mut lp = listpack::Builder::new();
-                for (field, value) in fields {
+                for (field, value) in fields.iter() {
                     lp.push(field);
                     lp.push(value);
                 }
@@ -150,7 +150,7 @@ pub(crate) fn put_typed_value(out: &mut impl Sink, key: Option<&[u8]>, value: &V
             } else {
                 put_header(out, types::HASH, key);
                 put_len(out, fields.len() as u64);
-                for (field, value) in fields {
+                for (field, value) in fields.iter() {
                     put_string(out, field);
                     put_string(out, value);
                 }

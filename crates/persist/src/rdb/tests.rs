@@ -18,20 +18,22 @@ fn bytes(items: &[&str]) -> Vec<Vec<u8>> {
 }
 
 fn list(items: &[&str]) -> Value {
-    Value::List(bytes(items).into())
+    Value::List(Box::new(bytes(items).into()))
 }
 
 fn set(items: impl IntoIterator<Item = String>) -> Value {
-    Value::Set(items.into_iter().map(String::into_bytes).collect())
+    Value::Set(Box::new(
+        items.into_iter().map(String::into_bytes).collect(),
+    ))
 }
 
 fn hash(pairs: impl IntoIterator<Item = (String, String)>) -> Value {
-    Value::Hash(
+    Value::Hash(Box::new(
         pairs
             .into_iter()
             .map(|(f, v)| (f.into_bytes(), v.into_bytes()))
             .collect(),
-    )
+    ))
 }
 
 fn zset(pairs: impl IntoIterator<Item = (String, f64)>) -> Value {
@@ -126,7 +128,7 @@ fn list_nodes_split_at_eight_kilobytes() {
     let items: VecDeque<Vec<u8>> = (0..1000)
         .map(|i| format!("{i:0100}").into_bytes())
         .collect();
-    let payload = dump_payload(&Value::List(items.clone()));
+    let payload = dump_payload(&Value::List(Box::new(items.clone())));
     let mut input = Input::new(&payload[1..]);
     let nodes = input.read_len().unwrap();
     assert_eq!(nodes, 13);
@@ -141,7 +143,10 @@ fn list_nodes_split_at_eight_kilobytes() {
         assert!(blob.len() <= 8192);
     }
     assert_eq!(first_node, 79);
-    assert_eq!(restore_payload(&payload).unwrap(), Value::List(items));
+    assert_eq!(
+        restore_payload(&payload).unwrap(),
+        Value::List(Box::new(items))
+    );
 
     // An element bigger than a node gets a node of its own.
     let big = list(&["a", &"b".repeat(10_000), "c"]);
@@ -425,7 +430,7 @@ fn file_framing() {
         .key(b"k", &Value::Str(b"v".to_vec()), Some(1_900_000_000_000))
         .unwrap();
     writer
-        .key(b"empty", &Value::List(VecDeque::new()), None)
+        .key(b"empty", &Value::List(Box::default()), None)
         .unwrap();
     writer.key(b"n", &Value::Str(b"-7".to_vec()), None).unwrap();
     let data = writer.finish().unwrap();

@@ -232,12 +232,21 @@ fn clients_section(server: &Server, out: &mut String) {
     field(out, "clients_in_timeout_table", 0);
 }
 
-/// Memory figures of the process, from /proc (no allocator statistics are kept).
+/// The allocator latch-server is built with (main.rs), as INFO names it.
+pub const MEM_ALLOCATOR: &str = "jemalloc-5.3.0";
+
+/// Memory figures of the process: jemalloc's statistics (the server's allocator) and the
+/// resident set from /proc.
 pub struct MemoryFigures {
     /// Resident set size in bytes.
     pub rss_bytes: u64,
-    /// The best estimate of memory in use: the resident set.
+    /// Bytes allocated and not freed (jemalloc's `stats.allocated`), as Redis' `used_memory`;
+    /// the resident set where jemalloc is not the allocator (unit tests).
     pub used_bytes: u64,
+    /// Bytes in pages jemalloc holds for live allocations (`stats.active`).
+    pub active_bytes: u64,
+    /// Bytes jemalloc has resident (`stats.resident`).
+    pub allocator_resident_bytes: u64,
     pub peak_bytes: u64,
     pub total_system_bytes: u64,
 }
@@ -261,22 +270,33 @@ fn proc_kb(path: &str, key: &str) -> u64 {
 }
 
 pub fn memory_figures() -> MemoryFigures {
+    use tikv_jemalloc_ctl::{epoch, stats};
     let rss_bytes = proc_kb("/proc/self/status", "VmRSS");
-    let used_bytes = rss_bytes.max(1);
+    // jemalloc's statistics are refreshed by advancing its epoch.
+    let _ = epoch::advance();
+    let allocated = stats::allocated::read().unwrap_or(0) as u64;
+    let active_bytes = stats::active::read().unwrap_or(0) as u64;
+    let allocator_resident_bytes = stats::resident::read().unwrap_or(0) as u64;
+    let used_bytes = if allocated > 0 {
+        allocated
+    } else {
+        rss_bytes.max(1)
+    };
     let peak_bytes = PEAK_BYTES
         .fetch_max(used_bytes, Ordering::Relaxed)
         .max(used_bytes);
     MemoryFigures {
         rss_bytes,
         used_bytes,
+        active_bytes: active_bytes.max(used_bytes),
+        allocator_resident_bytes: allocator_resident_bytes.max(used_bytes),
         peak_bytes,
         total_system_bytes: proc_kb("/proc/meminfo", "MemTotal"),
     }
 }
 
-/// The process's resident memory, as `used_memory` reports it, read from /proc at most
-/// every `MEMORY_READ_EVERY_MS`: the maxmemory check runs on every command while a limit is
-/// set, and a fresh reading costs a file read.
+/// `used_memory`, read at most every `MEMORY_READ_EVERY_MS`: the maxmemory check runs on
+/// every command while a limit is set, and a fresh reading costs a file read.
 pub fn used_memory_recent() -> u64 {
     const MEMORY_READ_EVERY_MS: u64 = 10;
     static READ_AT_MS: AtomicU64 = AtomicU64::new(0);
@@ -342,8 +362,8 @@ fn memory_section(server: &Server, out: &mut String) {
     field(out, "used_memory_dataset", memory.used_bytes);
     field(out, "used_memory_dataset_perc", "100.00%");
     field(out, "allocator_allocated", memory.used_bytes);
-    field(out, "allocator_active", memory.used_bytes);
-    field(out, "allocator_resident", memory.rss_bytes);
+    field(out, "allocator_active", memory.active_bytes);
+    field(out, "allocator_resident", memory.allocator_resident_bytes);
     field(out, "total_system_memory", memory.total_system_bytes);
     field(
         out,
@@ -386,12 +406,29 @@ fn memory_section(server: &Server, out: &mut String) {
     field(out, "maxmemory", maxmemory);
     field(out, "maxmemory_human", bytes_to_human(maxmemory));
     field(out, "maxmemory_policy", policy);
-    field(out, "allocator_frag_ratio", "1.00");
-    field(out, "allocator_frag_bytes", 0);
-    field(out, "allocator_rss_ratio", "1.00");
-    field(out, "allocator_rss_bytes", 0);
-    field(out, "rss_overhead_ratio", "1.00");
-    field(out, "rss_overhead_bytes", 0);
+    // Redis' three layers: allocated → active pages (fragmentation inside jemalloc) →
+    // jemalloc's resident pages → the process's resident set.
+    let layers = [
+        ("allocator_frag", memory.active_bytes, memory.used_bytes),
+        (
+            "allocator_rss",
+            memory.allocator_resident_bytes,
+            memory.active_bytes,
+        ),
+        (
+            "rss_overhead",
+            memory.rss_bytes,
+            memory.allocator_resident_bytes,
+        ),
+    ];
+    for (name, outer, inner) in layers {
+        field(
+            out,
+            &format!("{name}_ratio"),
+            format!("{:.2}", outer as f64 / inner.max(1) as f64),
+        );
+        field(out, &format!("{name}_bytes"), outer as i64 - inner as i64);
+    }
     field(
         out,
         "mem_fragmentation_ratio",
@@ -413,7 +450,7 @@ fn memory_section(server: &Server, out: &mut String) {
     ] {
         field(out, name, 0);
     }
-    field(out, "mem_allocator", "libc");
+    field(out, "mem_allocator", MEM_ALLOCATOR);
     field(out, "active_defrag_running", 0);
     field(out, "lazyfree_pending_objects", 0);
     field(out, "lazyfreed_objects", 0);

@@ -415,7 +415,8 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], readonly: bool) {
             }
             let stored_len = stored.len();
             if stored_len > 0 {
-                ctx.keys.set(db, destination, Value::List(stored), None);
+                ctx.keys
+                    .set(db, destination, Value::List(Box::new(stored)), None);
                 ctx.keys.signal_modified(db, destination);
             } else if ctx.keys.remove(db, destination).is_some() {
                 ctx.keys.signal_modified(db, destination);

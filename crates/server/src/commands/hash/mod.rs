@@ -64,7 +64,7 @@ fn hash_for_write<'a>(
     key: &[u8],
 ) -> Option<&'a mut Fields> {
     if !keys.exists(db, key) {
-        keys.set(db, key, Value::Hash(Fields::new()), None);
+        keys.set(db, key, Value::Hash(Box::default()), None);
     }
     keys.get(db, key)
         .and_then(|entry| hash_mut(&mut entry.value))

@@ -249,7 +249,8 @@ pub(super) fn try_move(
         _ => {
             let mut list = List::new();
             list.push_back(element.clone());
-            ctx.keys.set(db, destination, Value::List(list), None);
+            ctx.keys
+                .set(db, destination, Value::List(Box::new(list)), None);
         }
     }
     ctx.keys.signal_modified(db, destination);

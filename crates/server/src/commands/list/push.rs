@@ -49,7 +49,7 @@ fn push_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], end: End, only_existing: 
                 push_at(&mut list, end, element.to_vec());
             }
             let len = list.len();
-            ctx.keys.set(db, key, Value::List(list), None);
+            ctx.keys.set(db, key, Value::List(Box::new(list)), None);
             len
         }
     };

@@ -264,7 +264,8 @@ fn store(ctx: &mut Ctx<'_, '_>, destination: &[u8], members: Members) {
     let db = ctx.db();
     let count = members.len();
     if count > 0 {
-        ctx.keys.set(db, destination, Value::Set(members), None);
+        ctx.keys
+            .set(db, destination, Value::Set(Box::new(members)), None);
         ctx.keys.signal_modified(db, destination);
     } else if ctx.keys.remove(db, destination).is_some() {
         ctx.keys.signal_modified(db, destination);

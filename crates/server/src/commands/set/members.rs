@@ -145,7 +145,7 @@ fn sadd(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         None => {
             let members: Members = args[2..].iter().map(|m| m.to_vec()).collect();
             let added = members.len();
-            ctx.keys.set(db, key, Value::Set(members), None);
+            ctx.keys.set(db, key, Value::Set(Box::new(members)), None);
             added
         }
     };
@@ -289,7 +289,8 @@ fn smove(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         Some(members) => members.insert(member.to_vec()),
         None => {
             let members: Members = std::iter::once(member.to_vec()).collect();
-            ctx.keys.set(db, destination, Value::Set(members), None);
+            ctx.keys
+                .set(db, destination, Value::Set(Box::new(members)), None);
             true
         }
     };
