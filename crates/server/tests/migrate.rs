@@ -149,6 +149,22 @@ fn argument_errors_match_redis() {
     assert_eq!(src.get::<_, String>("k").unwrap(), "v");
 }
 
+/// Whether every thread of `pid` is in the stopped state ('T' in /proc/PID/task/TID/stat).
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|task| {
+        std::fs::read_to_string(task.path().join("stat"))
+            .ok()
+            .and_then(|stat| {
+                let after_name = stat.rsplit_once(')')?.1.trim_start().to_string();
+                after_name.chars().next()
+            })
+            == Some('T')
+    })
+}
+
 #[test]
 fn unreachable_and_stalled_targets_fail_with_ioerr_and_keep_the_key() {
     let source = TestServer::start(&[]);
@@ -168,6 +184,12 @@ fn unreachable_and_stalled_targets_fail_with_ioerr_and_keep_the_key() {
     // A stopped server accepts the connection (the kernel does) but never answers.
     let stalled = Server::latch(&[]);
     stalled.pause();
+    // SIGSTOP takes effect asynchronously: wait until every thread shows as stopped.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !all_threads_stopped(stalled.pid()) {
+        assert!(Instant::now() < deadline, "target did not stop");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let port = stalled.port.to_string();
     let started = Instant::now();
     let error = error_text(migrate(&mut src, &["127.0.0.1", &port, "k", "0", "300"]));
