@@ -5,6 +5,12 @@
 //! (`EXAT`, `PXAT`, `EXPIREAT`, ...) are deadlines on the wall clock, as in Redis. Both
 //! clocks carry an offset that tests (and `DEBUG JUMP-CLOCK`) can move, so TTL tests control
 //! time instead of sleeping.
+//!
+//! A reading costs one clock read: the wall clock is the monotonic reading plus the wall
+//! time of the monotonic base, checked against the kernel's coarse wall clock (a few
+//! nanoseconds, no timer read) and re-read when they disagree by more than
+//! [`WALL_CHECK_MS`], so a wall-clock step is seen at once; [`Clock::resync_wall`] (each
+//! cron tick) catches steps smaller than that.
 
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -37,6 +43,35 @@ pub struct Clock {
     base: Instant,
     mono_offset_ms: AtomicI64,
     wall_offset_ms: AtomicI64,
+    /// The wall clock's unix time, in microseconds, at `base` (as of the last resync).
+    wall_at_base_us: AtomicI64,
+}
+
+/// How far the derived wall clock may stray from the coarse wall clock before it is re-read:
+/// more than the coarse clock's tick (1 to 10 ms), less than anything a TTL test can see.
+pub const WALL_CHECK_MS: i64 = 15;
+
+fn unix_us(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+/// The kernel's coarse wall clock in milliseconds (`CLOCK_REALTIME_COARSE`: the time of the
+/// last tick, read without touching the timer).
+#[allow(unsafe_code)]
+#[allow(clippy::unnecessary_cast)] // time_t and c_long are not i64 everywhere
+fn coarse_wall_ms() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+    if rc != 0 {
+        return unix_us(SystemTime::now()) / 1000;
+    }
+    ts.tv_sec as i64 * 1000 + ts.tv_nsec as i64 / 1_000_000
 }
 
 impl Default for Clock {
@@ -47,26 +82,56 @@ impl Default for Clock {
 
 impl Clock {
     pub fn new() -> Self {
+        let base = Instant::now();
+        let wall = unix_us(SystemTime::now());
         Clock {
-            base: Instant::now(),
+            base,
             mono_offset_ms: AtomicI64::new(0),
             wall_offset_ms: AtomicI64::new(0),
+            wall_at_base_us: AtomicI64::new(wall - base.elapsed().as_micros() as i64),
         }
     }
 
     pub fn now(&self) -> Now {
-        let elapsed_ms = self.base.elapsed().as_millis() as i64;
-        let mono_ms = (elapsed_ms + self.mono_offset_ms.load(Ordering::Relaxed)).max(0) as u64 + 1;
-        let wall_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0)
-            + self.wall_offset_ms.load(Ordering::Relaxed);
-        Now {
-            mono_ms,
-            wall_ms,
-            loading: false,
+        self.now_at().0
+    }
+
+    /// A reading and the instant it was taken (what a command's duration is measured from).
+    pub fn now_at(&self) -> (Now, Instant) {
+        let at = Instant::now();
+        let elapsed = at.duration_since(self.base);
+        let mono_ms = (elapsed.as_millis() as i64 + self.mono_offset_ms.load(Ordering::Relaxed))
+            .max(0) as u64
+            + 1;
+        let mut wall_us = self.wall_at_base_us.load(Ordering::Relaxed) + elapsed.as_micros() as i64;
+        if (wall_us / 1000 - coarse_wall_ms()).abs() > WALL_CHECK_MS {
+            wall_us = self.resync_at(at);
         }
+        let now = Now {
+            mono_ms,
+            wall_ms: wall_us.div_euclid(1000) + self.wall_offset_ms.load(Ordering::Relaxed),
+            loading: false,
+        };
+        (now, at)
+    }
+
+    /// Re-reads the wall clock (each cron tick), so a step too small for the coarse check is
+    /// still followed within a tick.
+    pub fn resync_wall(&self) {
+        self.resync_at(Instant::now());
+    }
+
+    /// Re-reads the wall clock against the monotonic instant `at`; returns the wall time at
+    /// `at` in microseconds.
+    fn resync_at(&self, at: Instant) -> i64 {
+        let wall = unix_us(SystemTime::now());
+        let since_at = at.elapsed();
+        let wall_at = wall - since_at.as_micros() as i64;
+        self.wall_at_base_us.store(
+            wall_at - at.duration_since(self.base).as_micros() as i64,
+            Ordering::Relaxed,
+        );
+        wall_at
     }
 
     /// Moves both clocks forward (time passing), as tests do instead of sleeping.
@@ -166,6 +231,39 @@ mod tests {
         assert!(d.is_wall());
         clock.jump_wall(20_000);
         assert!(d.is_passed(clock.now()));
+    }
+
+    #[test]
+    fn derived_wall_clock_matches_the_system_clock() {
+        let clock = Clock::new();
+        for _ in 0..1000 {
+            let before = unix_us(SystemTime::now()) / 1000;
+            let now = clock.now();
+            let after = unix_us(SystemTime::now()) / 1000;
+            assert!(
+                (before - 1..=after + 1).contains(&now.wall_ms),
+                "{before} <= {} <= {after}",
+                now.wall_ms
+            );
+        }
+    }
+
+    #[test]
+    fn a_stale_wall_base_is_caught_by_the_coarse_check() {
+        let clock = Clock::new();
+        // As if the system clock had been stepped back an hour since the last resync.
+        clock
+            .wall_at_base_us
+            .fetch_add(3_600_000_000, Ordering::Relaxed);
+        let now = clock.now();
+        let real = unix_us(SystemTime::now()) / 1000;
+        assert!((now.wall_ms - real).abs() <= 2, "{} vs {real}", now.wall_ms);
+        // And one the coarse check cannot see is fixed by a resync.
+        clock.wall_at_base_us.fetch_add(8_000, Ordering::Relaxed);
+        clock.resync_wall();
+        let now = clock.now();
+        let real = unix_us(SystemTime::now()) / 1000;
+        assert!((now.wall_ms - real).abs() <= 2, "{} vs {real}", now.wall_ms);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
 
@@ -242,6 +242,9 @@ pub struct Locked<'a> {
     /// Keys lookups found past their deadline and removed, as `(db, key)`, in order: the
     /// server logs a `DEL` for each before the command that found it.
     pub expired_keys: Vec<(usize, Box<[u8]>)>,
+    /// When `now` was read: the first command run under the view takes it as its start
+    /// time, so timing it costs no second clock read.
+    pub read_at: Option<Instant>,
 }
 
 impl Keyspace {
@@ -353,6 +356,28 @@ impl Keyspace {
         self.shard_of_hash(self.hash(key))
     }
 
+    /// Starts loading the slots a lookup of `key` in `db` will compare, unless its shard is
+    /// busy (a hint: correctness never depends on it). Returns the key's hash, for
+    /// [`Keyspace::prefetch_contents`] once the slots have had time to arrive.
+    pub fn prefetch(&self, db: usize, key: &[u8]) -> u64 {
+        let hash = self.hash(key);
+        if let Some(shard) = self.shards[self.shard_of_hash(hash)].0.try_lock() {
+            if let Some(table) = shard.dbs.get(db) {
+                table.prefetch(hash);
+            }
+        }
+        hash
+    }
+
+    /// The second prefetch step: the key's bytes and its string value.
+    pub fn prefetch_contents(&self, db: usize, hash: u64) {
+        if let Some(shard) = self.shards[self.shard_of_hash(hash)].0.try_lock() {
+            if let Some(table) = shard.dbs.get(db) {
+                table.prefetch_contents(hash);
+            }
+        }
+    }
+
     /// Locks the shards holding `keys` (any order, duplicates allowed).
     pub fn lock_keys<'a, K: AsRef<[u8]>>(&'a self, keys: &[K]) -> Locked<'a> {
         if !keys.is_empty() {
@@ -372,12 +397,7 @@ impl Keyspace {
                 if shards.len() == 1 {
                     Guards::One(shards[0], self.lock_shard(shards[0]))
                 } else {
-                    Guards::Some(
-                        shards
-                            .into_iter()
-                            .map(|s| (s, self.lock_shard(s)))
-                            .collect(),
-                    )
+                    Guards::Some(self.lock_ordered(&shards))
                 }
             }
         };
@@ -387,33 +407,91 @@ impl Keyspace {
     /// Locks every shard: the caller runs alone.
     pub fn lock_all(&self) -> Locked<'_> {
         enter_locking();
+        let shards: Vec<usize> = (0..self.shards.len()).collect();
         self.view(Guards::All(
-            (0..self.shards.len()).map(|s| self.lock_shard(s)).collect(),
+            self.lock_ordered(&shards)
+                .into_iter()
+                .map(|(_, guard)| guard)
+                .collect(),
         ))
     }
 
-    /// Locks every shard for something that may hold them long (a script): until the view
-    /// is dropped, commands that find a shard taken wait through [`LongWait`]. Exclusive
-    /// views must not overlap (the server runs one script at a time).
-    pub fn lock_exclusive(&self) -> Locked<'_> {
+    /// Locks `shards` (ascending, no duplicates). Whoever holds a shard never blocks on one
+    /// an exclusive view (a script) holds, since that view may take more shards as it
+    /// goes: it lets go of everything, waits for that shard holding nothing, and starts over.
+    fn lock_ordered(&self, shards: &[usize]) -> Vec<(usize, MutexGuard<'_, Shard>)> {
+        'again: loop {
+            let mut held = Vec::with_capacity(shards.len());
+            for &shard in shards {
+                if held.is_empty() {
+                    held.push((shard, self.lock_shard(shard)));
+                    continue;
+                }
+                match self.lock_shard_unless_exclusive(shard) {
+                    Some(guard) => held.push((shard, guard)),
+                    None => {
+                        drop(held);
+                        drop(self.lock_shard(shard));
+                        continue 'again;
+                    }
+                }
+            }
+            return held;
+        }
+    }
+
+    /// Like [`Keyspace::lock_shard`], but gives up (`None`) when the shard is taken while an
+    /// exclusive view exists.
+    fn lock_shard_unless_exclusive(&self, shard: usize) -> Option<MutexGuard<'_, Shard>> {
+        let mutex = &self.shards[shard].0;
+        let mut guard = match mutex.try_lock() {
+            Some(guard) => guard,
+            None => loop {
+                if self.exclusive.load(Ordering::Acquire) {
+                    return None;
+                }
+                if let Some(guard) = mutex.try_lock_for(SHARD_RETRY) {
+                    break guard;
+                }
+            },
+        };
+        if guard.snapshot.is_some() {
+            copy_for_snapshot(&mut guard, shard);
+        }
+        Some(guard)
+    }
+
+    /// The view of a script: it locks the shards of the keys the script declared, and takes
+    /// any other shard the first time the script touches it (every shard for a
+    /// whole-keyspace command). Scripts run one at a time under the scripting claim, which
+    /// ordinary commands check before they lock anything; until the view is dropped, those
+    /// already past that check that find a shard taken wait through [`LongWait`], and never
+    /// while holding another shard ([`Keyspace::lock_ordered`]), so the script's late locks
+    /// cannot deadlock. Exclusive views must not overlap.
+    pub fn lock_exclusive<K: AsRef<[u8]>>(&self, keys: &[K]) -> Locked<'_> {
         enter_locking();
         let was = self.exclusive.swap(true, Ordering::AcqRel);
         debug_assert!(!was, "two exclusive views at once");
-        let mut view = self.view(Guards::All(
-            self.shards
-                .iter()
-                .enumerate()
-                .map(|(index, s)| {
-                    let mut guard = s.0.lock();
-                    if guard.snapshot.is_some() {
-                        copy_for_snapshot(&mut guard, index);
-                    }
-                    guard
-                })
-                .collect(),
-        ));
+        let mut shards: Vec<usize> = keys.iter().map(|k| self.shard_of_key(k.as_ref())).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        let guards = shards
+            .into_iter()
+            .map(|shard| (shard, self.lock_for_exclusive(shard)))
+            .collect();
+        let mut view = self.view(Guards::Some(guards));
         view.exclusive = true;
         view
+    }
+
+    /// A shard for the exclusive view: whoever holds it now is a command that will finish
+    /// or let go (see [`Keyspace::lock_ordered`]), so a plain wait.
+    fn lock_for_exclusive(&self, shard: usize) -> MutexGuard<'_, Shard> {
+        let mut guard = self.shards[shard].0.lock();
+        if guard.snapshot.is_some() {
+            copy_for_snapshot(&mut guard, shard);
+        }
+        guard
     }
 
     /// A view that holds nothing, for commands that touch no key.
@@ -422,12 +500,13 @@ impl Keyspace {
     }
 
     fn view<'a>(&'a self, guards: Guards<'a>) -> Locked<'a> {
-        let mut now = self.clock.now();
+        let (mut now, read_at) = self.clock.now_at();
         now.loading = self.loading.load(Ordering::Relaxed);
         Locked {
             keyspace: self,
             guards,
             now,
+            read_at: Some(read_at),
             touch: true,
             effects: Effects::default(),
             woken: Vec::new(),
@@ -525,13 +604,21 @@ impl<'a> Locked<'a> {
         self.keyspace
     }
 
-    /// Whether this view holds every shard.
-    pub fn holds_all(&self) -> bool {
+    /// Whether this view holds every shard; a script's view takes the ones it lacks first.
+    pub fn holds_all(&mut self) -> bool {
+        self.take_all_if_exclusive();
         matches!(self.guards, Guards::All(_))
     }
 
+    /// A script's view about to read or change the whole keyspace: takes every shard.
+    fn take_all_if_exclusive(&mut self) {
+        if self.exclusive && !matches!(self.guards, Guards::All(_)) {
+            take_all(self.keyspace, &mut self.guards);
+        }
+    }
+
     fn shard_mut(&mut self, shard: usize) -> &mut Shard {
-        shard_in(&mut self.guards, shard)
+        view_shard(self.keyspace, &mut self.guards, self.exclusive, shard)
     }
 
     fn table_mut(&mut self, db: usize, hash: u64) -> &mut Table {
@@ -564,18 +651,7 @@ impl<'a> Locked<'a> {
         // Split borrows: effects and guards are separate fields.
         let effects = &mut self.effects;
         let expired_keys = &mut self.expired_keys;
-        let shard = match &mut self.guards {
-            Guards::All(all) => &mut all[shard],
-            Guards::One(s, guard) if *s == shard => guard,
-            Guards::Some(list) => {
-                let position = list
-                    .iter()
-                    .position(|(s, _)| *s == shard)
-                    .expect("command touched a key whose shard it did not lock");
-                &mut list[position].1
-            }
-            _ => panic!("command touched a key whose shard it did not lock"),
-        };
+        let shard = view_shard(self.keyspace, &mut self.guards, self.exclusive, shard);
         // Watchers must hear of a lazy expiry; checked apart so the common path (nobody
         // watching this shard) stays one probe.
         if !shard.watches.is_empty() && shard.dbs[db].remove_if_passed(hash, key, now) {
@@ -675,7 +751,12 @@ impl<'a> Locked<'a> {
     pub fn signal_modified(&mut self, db: usize, key: &[u8]) {
         let hash = self.keyspace.hash(key);
         let now = self.now;
-        let shard = shard_in(&mut self.guards, self.keyspace.shard_of_hash(hash));
+        let shard = view_shard(
+            self.keyspace,
+            &mut self.guards,
+            self.exclusive,
+            self.keyspace.shard_of_hash(hash),
+        );
         shard.dirty += 1;
         self.changes += 1;
         touch_watchers(shard, db, hash, key, now);
@@ -713,7 +794,12 @@ impl<'a> Locked<'a> {
     fn pass_blocked(&mut self, db: usize, key: &[u8], waiter: &Arc<dyn KeyWaiter>, leave: bool) {
         let hash = self.keyspace.hash(key);
         let now = self.now;
-        let shard = shard_in(&mut self.guards, self.keyspace.shard_of_hash(hash));
+        let shard = view_shard(
+            self.keyspace,
+            &mut self.guards,
+            self.exclusive,
+            self.keyspace.shard_of_hash(hash),
+        );
         let Some(queue) = shard.blocked.get_mut(key) else {
             return;
         };
@@ -869,6 +955,7 @@ impl<'a> Locked<'a> {
     }
 
     fn all(&mut self) -> &mut Vec<MutexGuard<'a, Shard>> {
+        self.take_all_if_exclusive();
         match &mut self.guards {
             Guards::All(all) => all,
             _ => panic!("whole-keyspace operation without every shard locked"),
@@ -889,6 +976,7 @@ impl<'a> Locked<'a> {
     /// Removes every key of `db`; returns how many there were. Needs every shard.
     pub fn flush_db(&mut self, db: usize) -> usize {
         let mut removed = 0;
+        self.take_all_if_exclusive();
         let now = self.now;
         let Guards::All(all) = &mut self.guards else {
             panic!("whole-keyspace operation without every shard locked");
@@ -910,6 +998,7 @@ impl<'a> Locked<'a> {
 
     /// Swaps two databases' contents. Needs every shard.
     pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        self.take_all_if_exclusive();
         let now = self.now;
         let Guards::All(all) = &mut self.guards else {
             panic!("whole-keyspace operation without every shard locked");
@@ -1020,6 +1109,51 @@ impl<'a> Locked<'a> {
             .map(|t| t.overhead_bytes())
             .sum()
     }
+}
+
+/// How many shards a script's view takes one by one before it takes them all (and finds
+/// them by index rather than by a search).
+const EXCLUSIVE_TAKE_ALL_AT: usize = 32;
+
+/// The locked shard `shard` of a view; an exclusive (script) view takes it if it does not
+/// hold it yet, others panic (a command whose key specs missed a key it touches).
+fn view_shard<'g, 'a>(
+    keyspace: &'a Keyspace,
+    guards: &'g mut Guards<'a>,
+    exclusive: bool,
+    shard: usize,
+) -> &'g mut Shard {
+    if exclusive {
+        if let Guards::Some(list) = guards {
+            if !list.iter().any(|(s, _)| *s == shard) {
+                if list.len() + 1 >= EXCLUSIVE_TAKE_ALL_AT {
+                    take_all(keyspace, guards);
+                } else {
+                    list.push((shard, keyspace.lock_for_exclusive(shard)));
+                }
+            }
+        }
+    }
+    shard_in(guards, shard)
+}
+
+/// Turns an exclusive view's shards into all of them, taking those it lacks.
+fn take_all<'a>(keyspace: &'a Keyspace, guards: &mut Guards<'a>) {
+    let Guards::Some(list) = std::mem::replace(guards, Guards::None) else {
+        unreachable!("an exclusive view holds Some or All");
+    };
+    let mut slots: Vec<Option<MutexGuard<'a, Shard>>> =
+        (0..keyspace.shards.len()).map(|_| None).collect();
+    for (shard, guard) in list {
+        slots[shard] = Some(guard);
+    }
+    *guards = Guards::All(
+        slots
+            .into_iter()
+            .enumerate()
+            .map(|(shard, guard)| guard.unwrap_or_else(|| keyspace.lock_for_exclusive(shard)))
+            .collect(),
+    );
 }
 
 /// The locked shard `shard` of a view's guards; panics when the view does not hold it (a
@@ -1194,6 +1328,84 @@ mod tests {
         );
         assert!(view.remove(0, b"k1").is_some());
         assert!(view.get(0, b"k1").is_none());
+    }
+
+    /// A script's view locks its declared key's shard and takes others as it touches them,
+    /// while other threads lock several shards at a time (and all of them): nobody
+    /// deadlocks, and no increment is lost.
+    #[test]
+    fn exclusive_views_take_undeclared_shards_without_deadlock() {
+        fn bump(view: &mut Locked<'_>, key: &[u8]) {
+            let n = match view.get(0, key).map(|e| e.value.clone()) {
+                Some(Value::Str(v)) => String::from_utf8(v).unwrap().parse::<u64>().unwrap(),
+                _ => 0,
+            };
+            view.set(0, key, Value::Str((n + 1).to_string().into_bytes()), None);
+        }
+        const KEYS: usize = 40;
+        const SCRIPTS: usize = 300;
+        const ROUNDS: usize = 3000;
+        let ks = Arc::new(Keyspace::new(1, 64));
+        let key = |i: usize| format!("counter{i}").into_bytes();
+        let (done, finished) = std::sync::mpsc::channel();
+        let mut threads = Vec::new();
+        for worker in 0..2usize {
+            let ks = Arc::clone(&ks);
+            let done = done.clone();
+            threads.push(std::thread::spawn(move || {
+                for round in 0..ROUNDS {
+                    if round % 500 == 0 {
+                        let mut all = ks.lock_all();
+                        bump(&mut all, &key(0));
+                        continue;
+                    }
+                    let picked = [
+                        key((round * 7 + worker) % KEYS),
+                        key((round * 13 + 5) % KEYS),
+                    ];
+                    let mut view = ks.lock_keys(&picked);
+                    for k in &picked {
+                        bump(&mut view, k);
+                    }
+                }
+                done.send(()).unwrap();
+            }));
+        }
+        {
+            let ks = Arc::clone(&ks);
+            threads.push(std::thread::spawn(move || {
+                for run in 0..SCRIPTS {
+                    let declared = key(run % KEYS);
+                    let mut view = ks.lock_exclusive(&[&declared]);
+                    for i in 0..KEYS {
+                        bump(&mut view, &key((run + i) % KEYS));
+                    }
+                    if run % 50 == 0 {
+                        assert!(view.holds_all());
+                        assert!(view.db_len(0) <= KEYS);
+                    }
+                }
+                done.send(()).unwrap();
+            }));
+        }
+        for _ in 0..threads.len() {
+            finished
+                .recv_timeout(Duration::from_secs(60))
+                .expect("a thread is stuck: the views deadlocked");
+        }
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let mut all = ks.lock_all();
+        let total: u64 = (0..KEYS)
+            .map(|i| match all.get(0, &key(i)).map(|e| e.value.clone()) {
+                Some(Value::Str(v)) => String::from_utf8(v).unwrap().parse::<u64>().unwrap(),
+                _ => 0,
+            })
+            .sum();
+        let plain_rounds = ROUNDS - ROUNDS.div_ceil(500);
+        let expected = 2 * (plain_rounds * 2 + ROUNDS.div_ceil(500)) + SCRIPTS * KEYS;
+        assert_eq!(total, expected as u64);
     }
 
     #[test]

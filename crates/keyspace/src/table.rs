@@ -9,7 +9,7 @@
 use hashbrown::HashTable;
 
 use crate::clock::{Deadline, Now};
-use crate::value::Entry;
+use crate::value::{Entry, Value};
 
 /// A full segment splits before it takes one more key. This is exactly what a table of
 /// 2048 buckets holds (hashbrown fills 7/8 of its buckets), so a segment never grows into
@@ -18,6 +18,21 @@ use crate::value::Entry;
 pub const SEGMENT_SPLIT_LEN: usize = 1792;
 /// Directory depth cap; past it segments just grow (only reachable with colliding hashes).
 const MAX_DEPTH: u32 = 24;
+
+/// A hint to load `at`'s cache line; never faults, never waits.
+#[inline(always)]
+#[allow(unsafe_code)]
+fn prefetch_read<T: ?Sized>(at: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing architecturally; `at` is a valid reference anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (at as *const T).cast::<i8>(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
 
 /// The hash a segment's `hashbrown` table files a key under. The key's own hash picks the
 /// shard from its top bits and the segment from the bits after them, so within one segment
@@ -124,6 +139,31 @@ impl Table {
         segment.table.find(bucket_hash(hash), |slot| {
             slot.hash == hash && *slot.key == *key
         })
+    }
+
+    /// Starts loading, without waiting, the slots a lookup of `hash` will compare: a batch of
+    /// commands prefetches all its keys first so their cache misses overlap.
+    pub fn prefetch(&self, hash: u64) {
+        let segment = &self.segments[self.segment_of(hash)];
+        segment.table.find(bucket_hash(hash), |slot| {
+            prefetch_read(slot);
+            false
+        });
+    }
+
+    /// The second step after [`Table::prefetch`] (once the slots have arrived): starts
+    /// loading the key and string value of the slot filed under `hash`.
+    pub fn prefetch_contents(&self, hash: u64) {
+        let segment = &self.segments[self.segment_of(hash)];
+        segment.table.find(bucket_hash(hash), |slot| {
+            if slot.hash == hash {
+                prefetch_read(&*slot.key);
+                if let Value::Str(bytes) = &slot.entry.value {
+                    prefetch_read(bytes.as_slice());
+                }
+            }
+            false
+        });
     }
 
     /// Finds a key, removing it first if its deadline has passed at `now`.
@@ -405,7 +445,6 @@ fn prefix_range(hash: u64, depth: u32) -> (u64, Option<u64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::Value;
     use std::collections::HashSet;
 
     fn now() -> Now {

@@ -44,6 +44,35 @@ pub enum Outcome {
     Deferred { until_end: bool },
 }
 
+/// Prefetches the keys of a batch of commands a connection is about to run, so that their
+/// cache misses overlap instead of coming one after another: first every command's slots,
+/// then (they have had time to arrive) each key's bytes and string value. Only the first
+/// key of commands whose first key is their first argument (nearly every hot command).
+pub fn prefetch(server: &Server, client: &Client, batch: &[Vec<Bytes>]) {
+    let mut hashes = [0u64; 64];
+    let mut found = [false; 64];
+    let table = table();
+    for (index, args) in batch.iter().enumerate().take(hashes.len()) {
+        if args.len() < 2 {
+            continue;
+        }
+        let Some(command) = table.lookup(&args[0]) else {
+            continue;
+        };
+        if let Some(spec) = command.spec.key_specs.first() {
+            if matches!(spec.begin, crate::spec::BeginSearch::Index(1)) {
+                hashes[index] = server.keyspace.prefetch(client.db, &args[1]);
+                found[index] = true;
+            }
+        }
+    }
+    for (hash, found) in hashes.iter().zip(found).take(batch.len()) {
+        if found {
+            server.keyspace.prefetch_contents(client.db, *hash);
+        }
+    }
+}
+
 /// Runs one command from a client and writes its reply (unless replies are off).
 pub fn execute(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Bytes]) -> Outcome {
     if args.is_empty() {
@@ -738,7 +767,7 @@ fn run_command(
     keys: &mut Locked<'_>,
 ) -> Ran {
     let spec = command.spec;
-    let started = Instant::now();
+    let started = keys.read_at.take().unwrap_or_else(Instant::now);
     client.errors_mark = reply.error_count();
     keys.touch = !client.shared.no_touch.load(Ordering::Relaxed);
     keys.effects = Effects::default();
@@ -884,8 +913,9 @@ fn lock_transaction<'s>(server: &'s Server, client: &Client, queued: &[Queued]) 
         .iter()
         .any(|entry| uses_engine(table.get(entry.id).spec.lock))
     {
-        // A script inside: the dispatcher took the claim for this EXEC.
-        return server.keyspace.lock_exclusive();
+        // A script inside: the dispatcher took the claim for this EXEC. The view takes the
+        // shards of whatever the queue touches as it goes.
+        return server.keyspace.lock_exclusive(&client.watches.keys());
     }
     let mut keys: Vec<&[u8]> = client.watches.keys();
     let mut positions = Vec::new();
@@ -915,7 +945,15 @@ fn lock_for<'s>(server: &'s Server, command: &Command, args: &[Bytes]) -> Locked
     let keyspace = &server.keyspace;
     match command.spec.lock {
         LockPlan::All => keyspace.lock_all(),
-        LockPlan::Script => keyspace.lock_exclusive(),
+        LockPlan::Script => {
+            // The declared keys' shards now; any other the script touches when it does.
+            let mut positions = Vec::new();
+            if key_positions(command.spec, args, &mut positions).is_err() {
+                positions.clear();
+            }
+            let keys: Vec<&[u8]> = positions.iter().map(|&i| &args[i][..]).collect();
+            keyspace.lock_exclusive(&keys)
+        }
         LockPlan::Engine => keyspace.lock_none(),
         LockPlan::Keys if command.spec.key_specs.is_empty() => keyspace.lock_none(),
         LockPlan::Keys => {

@@ -20,6 +20,8 @@ use crate::server::Server;
 
 /// Bytes read at a time, at least.
 const READ_CHUNK: usize = 16 * 1024;
+/// Most commands parsed (and prefetched) ahead of running them.
+const MAX_BATCH: usize = 64;
 /// Replies are flushed mid-pipeline once they grow past this.
 const REPLY_FLUSH_AT: usize = 64 * 1024;
 
@@ -232,7 +234,7 @@ async fn connection<S>(
     let mut input = BytesMut::with_capacity(READ_CHUNK);
     let mut reply = Reply::new(Resp::V2);
     let mut parser = RequestParser::new();
-    let mut args: Vec<Bytes> = Vec::new();
+    let mut batch: Vec<Vec<Bytes>> = Vec::new();
     let mut monitor: Option<broadcast::Receiver<Bytes>> = None;
     let mut limits_epoch = u64::MAX;
     let mut limits = RequestLimits::default();
@@ -285,10 +287,41 @@ async fn connection<S>(
         }
         client.shared.touch();
         loop {
-            parser.set_auth_required(!client.authenticated);
-            match parser.parse(&mut input, &limits, &mut args) {
-                Ok(true) => {
-                    if !execute(&server, &mut client, &mut reply, &args).await {
+            // Parse every complete command first (up to a batch), so that their keys can be
+            // prefetched together. An unauthenticated client goes one command at a time: its
+            // AUTH changes the parser's limits for what follows.
+            let mut parsed = 0;
+            let mut parse_error = None;
+            let mut drained = false;
+            while parsed < MAX_BATCH {
+                if parsed == batch.len() {
+                    batch.push(Vec::new());
+                }
+                parser.set_auth_required(!client.authenticated);
+                match parser.parse(&mut input, &limits, &mut batch[parsed]) {
+                    Ok(true) => parsed += 1,
+                    Ok(false) => {
+                        drained = true;
+                        break;
+                    }
+                    Err(error) => {
+                        parse_error = Some(error);
+                        break;
+                    }
+                }
+                if !client.authenticated {
+                    break;
+                }
+            }
+            if parsed > 1 {
+                gate::prefetch(&server, &client, &batch[..parsed]);
+            }
+            for args in batch.iter_mut().take(parsed) {
+                let ok = execute(&server, &mut client, &mut reply, args).await;
+                // Dropped now: the arguments share the input buffer's memory.
+                args.clear();
+                {
+                    if !ok {
                         break 'connection;
                     }
                     let is_monitor = client.shared.monitor.load(Ordering::Relaxed);
@@ -331,15 +364,17 @@ async fn connection<S>(
                         break 'connection;
                     }
                 }
-                Ok(false) => break,
-                Err(error) => {
-                    let message = error.error_reply();
-                    server.stats.record_error(&message);
-                    reply.error(&message);
-                    let _ = flush(&server, &mut client, &mut writer, &mut reply).await;
-                    debug!(id, %error, "protocol error, closing");
-                    break 'connection;
-                }
+            }
+            if let Some(error) = parse_error {
+                let message = error.error_reply();
+                server.stats.record_error(&message);
+                reply.error(&message);
+                let _ = flush(&server, &mut client, &mut writer, &mut reply).await;
+                debug!(id, %error, "protocol error, closing");
+                break 'connection;
+            }
+            if drained {
+                break;
             }
         }
         client
@@ -349,6 +384,13 @@ async fn connection<S>(
         if query_limit > 0 && input.len() as u64 > query_limit {
             warn!(id, "closing client that reached max query buffer length");
             break;
+        }
+        if !reply.is_empty() && others_are_ready() {
+            // Let the other connections this worker has input for run first, and write
+            // after them: replies of one round then go out together, as Redis writes its
+            // replies just before it sleeps. Each write to a client that sleeps wakes it
+            // (on loopback, a cross-core wake-up); writing in a burst wakes it once.
+            tokio::task::yield_now().await;
         }
         if flush(&server, &mut client, &mut writer, &mut reply)
             .await
@@ -361,6 +403,28 @@ async fn connection<S>(
     let _ = writer.shutdown().await;
     server.clients.disconnect(id);
     debug!(id, "client disconnected");
+}
+
+/// Whether tasks are queued to run on this worker after the current one.
+fn others_are_ready() -> bool {
+    thread_local! {
+        static RUNTIME: std::cell::OnceCell<Option<tokio::runtime::Handle>> =
+            const { std::cell::OnceCell::new() };
+    }
+    let Some(worker) = tokio::runtime::worker_index() else {
+        return false;
+    };
+    RUNTIME.with(|runtime| {
+        runtime
+            .get_or_init(|| tokio::runtime::Handle::try_current().ok())
+            .as_ref()
+            .is_some_and(|handle| {
+                let metrics = handle.metrics();
+                worker < metrics.num_workers()
+                    && (metrics.worker_local_queue_depth(worker) > 0
+                        || metrics.global_queue_depth() > 0)
+            })
+    })
 }
 
 /// Runs one command through the gatekeeper; when a script holds the server, waits (without
@@ -556,7 +620,8 @@ async fn idle(timeout: Duration, exempt: bool) {
     tokio::time::sleep(timeout).await;
 }
 
-/// Background work at `hz`: active expiry, persistence, idle MIGRATE connections.
+/// Background work at `hz`: the wall clock's resync, active expiry, persistence, idle
+/// MIGRATE connections.
 pub async fn cron(server: Arc<Server>) {
     let mut shard = 0usize;
     loop {
@@ -565,6 +630,7 @@ pub async fn cron(server: Arc<Server>) {
         if server.is_shutting_down() {
             return;
         }
+        server.keyspace.clock().resync_wall();
         crate::persistence::cron(&server);
         server.migrate_sockets.close_idle();
         if !server.active_expire.load(Ordering::Relaxed) {

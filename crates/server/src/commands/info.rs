@@ -106,7 +106,7 @@ pub fn with_whole_keyspace<R>(
 /// The last change count read, for when the shards cannot be read (the caller holds them).
 static LAST_DIRTY: AtomicU64 = AtomicU64::new(0);
 
-fn changes_since_save(ctx: &Ctx<'_, '_>) -> u64 {
+fn changes_since_save(ctx: &mut Ctx<'_, '_>) -> u64 {
     if ctx.keys.holds_all() {
         return LAST_DIRTY.load(Ordering::Relaxed);
     }
