@@ -315,7 +315,9 @@ fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Byt
         return Outcome::Done;
     }
     // A script holds the server (Redis reads no input then, until the busy threshold).
-    if server.scripting.run.is_running() {
+    if server.scripting.run.is_running()
+        && !server.scripting.wait_out_short_script(SHORT_SCRIPT_SPIN)
+    {
         if client.blocked.is_some() {
             return Outcome::Deferred { until_end: true };
         }
@@ -438,13 +440,20 @@ fn refused_for_memory(server: &Server, client: &Client, command: &Command) -> bo
 
 /// The right to run scripts, held from before the shards are locked until after they are
 /// released; given back when dropped, even if the command panics.
+/// How long a command waits on its thread for a script running on another one to end
+/// before it defers (its connection then sleeps until the script ends).
+const SHORT_SCRIPT_SPIN: Duration = Duration::from_micros(10);
+
 struct Claim<'s>(&'s Server);
 
 impl<'s> Claim<'s> {
     fn take(server: &'s Server) -> Option<Claim<'s>> {
         // Lazily: a `Claim` built for a failed attempt would release the holder's claim
         // when dropped.
-        server.scripting.try_claim().then(|| Claim(server))
+        let taken = server.scripting.try_claim()
+            || (server.scripting.wait_out_short_script(SHORT_SCRIPT_SPIN)
+                && server.scripting.try_claim());
+        taken.then(|| Claim(server))
     }
 }
 

@@ -28,12 +28,14 @@ fn main() {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    // At least two workers: a long script occupies one while another answers BUSY and
-    // SCRIPT KILL. No LIFO slot: connections woken by one poll run in the order their input
+    // One worker per core, one on a single core: two workers on one core take turns in the
+    // kernel's time slices (milliseconds of p99 latency). A long script hands its worker's
+    // place to another thread at its first hook tick (`server::step_aside_from_runtime`),
+    // so BUSY and SCRIPT KILL are still answered. No LIFO slot: connections woken by one poll run in the order their input
     // arrived (with it, the last woken runs first, so a command sent later by another client
     // could overtake one sent earlier).
     let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.max(2))
+        .worker_threads(threads)
         .disable_lifo_slot()
         .enable_all()
         .build()

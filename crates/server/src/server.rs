@@ -140,14 +140,14 @@ pub fn beside_runtime<R>(work: impl FnOnce() -> R) -> R {
 }
 
 /// For work already under way on a runtime worker that turns out to be long (a script past
-/// its first hook tick). Tokio's I/O driver is polled by a worker that parks; the one
-/// running the script may have been that worker, and an idle peer parked on a condvar is
-/// only woken when there are tasks to run. An empty task gives it one: it wakes, steals
-/// what is queued here, and parks again on the driver, so connections keep being served.
-pub fn wake_a_peer_worker() {
-    if let Ok(handle) = tokio::runtime::Handle::try_current() {
-        drop(handle.spawn(async {}));
-    }
+/// a hook tick): hands this worker's place in the runtime (its queued connections and the
+/// I/O driver) to another thread, tokio's `block_in_place`, so that connections keep being
+/// served, BUSY answered and SCRIPT KILL heard, even with a single worker. The thread goes
+/// on with the script outside the pool. Called at every tick: once this thread has handed
+/// its place on it costs next to nothing, and a handoff that did not happen in time (the
+/// place came back before the new thread took it) is tried again.
+pub fn step_aside_from_runtime() {
+    beside_runtime(std::thread::yield_now)
 }
 
 /// The keyspace's `LongWait`.

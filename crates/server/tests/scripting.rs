@@ -320,7 +320,18 @@ fn redis_crate_script_falls_back_after_script_flush() {
 
 #[test]
 fn busy_scripts_answer_busy_and_can_be_killed() {
-    let server = TestServer::start(&["--busy-reply-threshold", "100"]);
+    busy_script_answers_busy(TestServer::start(&["--busy-reply-threshold", "100"]));
+}
+
+/// On one core the server runs a single worker: the script's thread must hand that worker's
+/// place on to another thread, or nobody would read the second client's PING.
+#[test]
+fn busy_scripts_are_answered_with_a_single_worker() {
+    let server = TestServer::start_on_one_core(&["--busy-reply-threshold", "100"]);
+    busy_script_answers_busy(server);
+}
+
+fn busy_script_answers_busy(server: TestServer) {
     let mut runner = server.raw();
     runner.send(&common::encode(&[b"EVAL", b"while true do end", b"0"]));
     std::thread::sleep(Duration::from_millis(300));

@@ -440,13 +440,10 @@ impl Engine {
         private.raw_set("running", true)?;
         let threshold_ms = ctx.server.config.busy_reply_threshold_ms();
         let run = self.run.clone();
-        let stepped_aside = std::sync::atomic::AtomicBool::new(false);
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             move |lua, _| {
-                if !stepped_aside.swap(true, Ordering::Relaxed) {
-                    crate::server::wake_a_peer_worker();
-                }
+                crate::server::step_aside_from_runtime();
                 check_run(lua, &run, threshold_ms)
             },
         )?;

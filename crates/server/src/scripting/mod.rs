@@ -183,7 +183,36 @@ impl Scripting {
         self.run.busy.store(false, Ordering::Release);
         self.run.kill.store(false, Ordering::Release);
         self.run.running.store(false, Ordering::Release);
-        self.run.changes.send_modify(|n| *n += 1);
+        // Connections that deferred a command hold a receiver (`wait`); with none, the
+        // notification is skipped. The fences pair with the one in `wait`: either it sees
+        // the claim released, or this sees its receiver.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.run.changes.receiver_count() > 0 {
+            self.run.changes.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Waits, on this thread, for a script another thread runs to end, for at most
+    /// `limit`: scripts usually take microseconds, and a short spin costs less than
+    /// deferring (and being woken). Returns at once when the script is past the busy
+    /// threshold. True when the claim is free.
+    pub fn wait_out_short_script(&self, limit: std::time::Duration) -> bool {
+        let run = &self.run;
+        let mut started = None;
+        let mut spins = 0u32;
+        while run.is_running() {
+            if run.is_busy() {
+                return false;
+            }
+            std::hint::spin_loop();
+            spins += 1;
+            if spins.is_multiple_of(64)
+                && started.get_or_insert_with(Instant::now).elapsed() > limit
+            {
+                return false;
+            }
+        }
+        true
     }
 
     /// A receiver that sees the next claim release or busy mark. Subscribe before looking
@@ -222,6 +251,7 @@ impl Scripting {
 /// (unless `until_end`) until the running script turns busy.
 pub async fn wait(scripting: &Scripting, until_end: bool) {
     let mut changed = scripting.changed();
+    std::sync::atomic::fence(Ordering::SeqCst);
     loop {
         let run = &scripting.run;
         if !run.is_running() || (!until_end && run.is_busy()) {

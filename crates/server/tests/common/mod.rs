@@ -33,6 +33,16 @@ impl TestServer {
     /// Starts a server whose `dir` is `dir` (a restart over an earlier server's files), or a
     /// fresh temporary directory.
     pub fn start_in(dir: Option<&std::path::Path>, extra: &[&str]) -> TestServer {
+        TestServer::start_with(false, dir, extra)
+    }
+
+    /// Starts a server confined to one core (`taskset -c 0`), so it runs a single worker.
+    #[allow(dead_code)]
+    pub fn start_on_one_core(extra: &[&str]) -> TestServer {
+        TestServer::start_with(true, None, extra)
+    }
+
+    fn start_with(one_core: bool, dir: Option<&std::path::Path>, extra: &[&str]) -> TestServer {
         for _ in 0..5 {
             let port = free_port();
             let dir = match dir {
@@ -42,7 +52,14 @@ impl TestServer {
                 }
             };
             std::fs::create_dir_all(&dir).expect("temp dir");
-            let child = Command::new(env!("CARGO_BIN_EXE_latch-server"))
+            let mut command = if one_core {
+                let mut taskset = Command::new("taskset");
+                taskset.args(["-c", "0", env!("CARGO_BIN_EXE_latch-server")]);
+                taskset
+            } else {
+                Command::new(env!("CARGO_BIN_EXE_latch-server"))
+            };
+            let child = command
                 .args([
                     "--port",
                     &port.to_string(),
