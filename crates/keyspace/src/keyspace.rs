@@ -307,7 +307,7 @@ impl Keyspace {
 
     fn lock_shard_raw(&self, shard: usize) -> MutexGuard<'_, Shard> {
         let mutex = &self.shards[shard].0;
-        if let Some(guard) = mutex.try_lock() {
+        if let Some(guard) = try_lock_spinning(mutex) {
             return guard;
         }
         loop {
@@ -444,7 +444,7 @@ impl Keyspace {
     /// exclusive view exists.
     fn lock_shard_unless_exclusive(&self, shard: usize) -> Option<MutexGuard<'_, Shard>> {
         let mutex = &self.shards[shard].0;
-        let mut guard = match mutex.try_lock() {
+        let mut guard = match try_lock_spinning(mutex) {
             Some(guard) => guard,
             None => loop {
                 if self.exclusive.load(Ordering::Acquire) {
@@ -1110,6 +1110,21 @@ impl<'a> Locked<'a> {
             .sum()
     }
 }
+
+/// Takes a shard if it is free or freed within a short spin. Commands hold a shard for a
+/// microsecond or so: a sleeping wait (a futex, then a context switch to wake) costs more.
+fn try_lock_spinning(mutex: &Mutex<Shard>) -> Option<MutexGuard<'_, Shard>> {
+    for _ in 0..LOCK_SPINS {
+        if let Some(guard) = mutex.try_lock() {
+            return Some(guard);
+        }
+        std::hint::spin_loop();
+    }
+    mutex.try_lock()
+}
+
+/// Tries of [`try_lock_spinning`] (a pause each: a few microseconds in all).
+const LOCK_SPINS: u32 = 64;
 
 /// How many shards a script's view takes one by one before it takes them all (and finds
 /// them by index rather than by a search).

@@ -45,33 +45,40 @@ pub enum Outcome {
 }
 
 /// Prefetches the keys of a batch of commands a connection is about to run, so that their
-/// cache misses overlap instead of coming one after another: first every command's slots,
-/// then (they have had time to arrive) each key's bytes and string value. Only the first
-/// key of commands whose first key is their first argument (nearly every hot command).
+/// cache misses overlap instead of coming one after another: first every key's slots, then
+/// (they have had time to arrive) each key's bytes and string value. Keys as the key specs
+/// find them, at most [`PREFETCH_KEYS`] per batch.
 pub fn prefetch(server: &Server, client: &Client, batch: &[Vec<Bytes>]) {
-    let mut hashes = [0u64; 64];
-    let mut found = [false; 64];
+    let mut hashes = [0u64; PREFETCH_KEYS];
+    let mut count = 0;
     let table = table();
-    for (index, args) in batch.iter().enumerate().take(hashes.len()) {
+    for args in batch {
+        if count == PREFETCH_KEYS {
+            break;
+        }
         if args.len() < 2 {
             continue;
         }
         let Some(command) = table.lookup(&args[0]) else {
             continue;
         };
-        if let Some(spec) = command.spec.key_specs.first() {
-            if matches!(spec.begin, crate::spec::BeginSearch::Index(1)) {
-                hashes[index] = server.keyspace.prefetch(client.db, &args[1]);
-                found[index] = true;
+        if command.spec.lock != LockPlan::Keys {
+            continue;
+        }
+        let _ = crate::spec::visit_keys(command.spec, args, |at, _| {
+            if count < PREFETCH_KEYS {
+                hashes[count] = server.keyspace.prefetch(client.db, &args[at]);
+                count += 1;
             }
-        }
+        });
     }
-    for (hash, found) in hashes.iter().zip(found).take(batch.len()) {
-        if found {
-            server.keyspace.prefetch_contents(client.db, *hash);
-        }
+    for hash in &hashes[..count] {
+        server.keyspace.prefetch_contents(client.db, *hash);
     }
 }
+
+/// Most keys one batch prefetches (more would evict what the first ones brought in).
+const PREFETCH_KEYS: usize = 64;
 
 /// Runs one command from a client and writes its reply (unless replies are off).
 pub fn execute(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Bytes]) -> Outcome {
