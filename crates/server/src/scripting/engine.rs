@@ -2,9 +2,8 @@
 //! against the caller's context, and the run-time checks Redis makes (busy threshold,
 //! SCRIPT KILL, read-only scripts).
 
-use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -19,6 +18,9 @@ use crate::commands::Ctx;
 
 /// Lua instructions between two looks at the clock and the kill flag (Redis' count).
 const HOOK_EVERY: u32 = 100_000;
+/// How long a script runs before its hook hands the worker's place on (see
+/// `server::step_aside_from_runtime`).
+const STEP_ASIDE_AFTER_US: u64 = 1_000;
 /// Runs between two incremental garbage-collection steps (Redis' `LUA_GC_CYCLE_PERIOD`).
 const GC_PERIOD: u32 = 50;
 
@@ -139,19 +141,146 @@ pub struct Engine {
     role: VmRole,
     lua: Lua,
     sandbox: Sandbox,
-    /// The real `redis` table (scripts see a read-only proxy).
-    redis: Table,
-    /// `redis.call` outside runs: raises "can only be called inside a script".
-    idle_call: Function,
     scripts: HashMap<String, Script>,
     /// Bytes of cached bodies, for INFO.
     pub scripts_bytes: usize,
     run: Arc<RunState>,
+    /// The run in progress, for the host functions.
+    active: Arc<ActiveRun>,
     runs: u32,
     /// Lua's `collectgarbage`, for the periodic step (mlua only offers a zero-size step).
     collect: Option<Function>,
     pub functions: Functions,
     load_api: LoadApi,
+}
+
+/// Which host function a script called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HostCall {
+    /// `redis.call`: a command's error reply is raised.
+    Call,
+    /// `redis.pcall`: it is returned.
+    PCall,
+    /// `redis.acl_check_cmd`.
+    AclCheck,
+}
+
+/// What a host function runs for the script in progress.
+type Dispatch<'r> = dyn FnMut(&Lua, HostCall, MultiValue) -> mlua::Result<Value> + 'r;
+
+/// The run in progress, as the host functions (`redis.call`, `redis.pcall`,
+/// `redis.acl_check_cmd`, created once per VM) reach it. Creating them per run, in a
+/// `Lua::scope`, cost more than the rest of a short script (callbacks to build and
+/// invalidate, and garbage with finalizers for the collector).
+#[derive(Default)]
+struct ActiveRun {
+    /// Points to the `&mut Dispatch` of the run in progress; null between runs and while a
+    /// host function is using it.
+    current: AtomicPtr<()>,
+}
+
+/// Clears [`ActiveRun::current`] when the run ends, however it ends.
+struct Entered<'a>(&'a ActiveRun);
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        self.0
+            .current
+            .store(std::ptr::null_mut(), Ordering::Release);
+    }
+}
+
+impl ActiveRun {
+    /// Makes `dispatch` the run in progress until the returned guard is dropped.
+    fn enter<'a>(&'a self, dispatch: &'a mut &mut Dispatch<'_>) -> Entered<'a> {
+        let pointer = (dispatch as *mut &mut Dispatch<'_>).cast::<()>();
+        self.current.store(pointer, Ordering::Release);
+        Entered(self)
+    }
+
+    /// Whether a run is in progress (and no host function of it is running).
+    fn is_running(&self) -> bool {
+        !self.current.load(Ordering::Acquire).is_null()
+    }
+
+    /// Runs the host function `kind` for the run in progress; `None` when there is none
+    /// (a host function called outside a run, or from inside another one).
+    #[allow(unsafe_code)]
+    fn dispatch(
+        &self,
+        lua: &Lua,
+        kind: HostCall,
+        words: MultiValue,
+    ) -> Option<mlua::Result<Value>> {
+        let pointer = self.current.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        if pointer.is_null() {
+            return None;
+        }
+        // SAFETY: `pointer` was stored by `enter` from a `&mut &mut Dispatch` that outlives
+        // the guard `enter` returned, whose drop nulls it; the script (and so this call)
+        // runs on the thread that holds that guard, inside the guarded call. Taking the
+        // pointer out (the swap above) makes this the only live reference until it is put
+        // back below. The lifetime written here is not the real one; the reference never
+        // leaves this function.
+        let dispatch = unsafe { &mut *pointer.cast::<&mut Dispatch<'static>>() };
+        let result = dispatch(lua, kind, words);
+        self.current.store(pointer, Ordering::Release);
+        Some(result)
+    }
+}
+
+/// Installs the count hook every run is watched by: it hands the worker's place in the
+/// runtime on (a script that runs on), marks the script busy past the threshold and stops
+/// it once killed.
+fn install_run_hook(lua: &Lua, run: &Arc<RunState>) -> mlua::Result<()> {
+    let run = Arc::clone(run);
+    lua.set_hook(
+        HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+        move |lua, _| {
+            if !run.is_script_running() {
+                return Ok(VmState::Continue);
+            }
+            // The hook stays installed, so its count runs on across runs: a tick can land
+            // in a script that just started. Only one that has run a while steps aside.
+            if run.elapsed_us() >= STEP_ASIDE_AFTER_US {
+                crate::server::step_aside_from_runtime();
+            }
+            check_run(lua, &run, run.threshold_ms.load(Ordering::Relaxed))
+        },
+    )
+}
+
+/// Creates the host functions of `redis` (and `acl_check` in `private`) for `active`.
+fn install_host_functions(
+    lua: &Lua,
+    redis: &Table,
+    private: &Table,
+    active: &Arc<ActiveRun>,
+    idle_call: &Function,
+) -> mlua::Result<()> {
+    for (kind, name) in [(HostCall::Call, "call"), (HostCall::PCall, "pcall")] {
+        let active = Arc::clone(active);
+        let idle_call = idle_call.clone();
+        // Rust functions, not Lua wrappers: a `return redis.call(...)` must keep the
+        // script's frame (a Lua tail call would drop it) so errors name the right line.
+        let function = lua.create_function(move |lua, words: MultiValue| {
+            if active.is_running() {
+                if let Some(result) = active.dispatch(lua, kind, words) {
+                    return result;
+                }
+                return Err(mlua::Error::RuntimeError("recursive redis.call".into()));
+            }
+            idle_call.call::<Value>(words)
+        })?;
+        redis.raw_set(name, function)?;
+    }
+    let active = Arc::clone(active);
+    let acl_check = lua.create_function(move |lua, words: MultiValue| {
+        active
+            .dispatch(lua, HostCall::AclCheck, words)
+            .unwrap_or(Ok(Value::Nil))
+    })?;
+    private.raw_set("acl_check", acl_check)
 }
 
 impl Engine {
@@ -182,6 +311,12 @@ impl Engine {
             Ok(api) => api,
             Err(error) => panic!("the Lua VM could not be set up: {error}"),
         };
+        let active = Arc::new(ActiveRun::default());
+        if let Err(error) = install_host_functions(&lua, &redis, private, &active, &idle_call)
+            .and_then(|()| install_run_hook(&lua, &run))
+        {
+            panic!("the Lua VM could not be set up: {error}");
+        }
         let collect = sandbox.safe.raw_get::<Function>("collectgarbage").ok();
         // The sandbox makes our VM's live set about twice Redis' (its read-only proxies are
         // Lua): a new collection cycle starts as soon as one ends, so that garbage stays
@@ -196,8 +331,7 @@ impl Engine {
             load_api,
             lua,
             sandbox,
-            redis,
-            idle_call,
+            active,
             scripts: HashMap::new(),
             scripts_bytes: 0,
             run,
@@ -277,13 +411,18 @@ impl Engine {
 
     /// FUNCTION LOAD.
     pub fn load_library(&mut self, payload: &Bytes, replace: bool) -> Result<String, Vec<u8>> {
-        functions::load(
+        let loaded = functions::load(
             &self.lua,
             &self.load_api,
             &mut self.functions,
             payload,
             replace,
-        )
+        );
+        // Loading watched the library's top level with a hook of its own.
+        if let Err(error) = install_run_hook(&self.lua, &self.run) {
+            tracing::warn!(%error, "could not put the script hook back after FUNCTION LOAD");
+        }
+        loaded
     }
 
     /// FCALL and FCALL_RO, after the numkeys check.
@@ -419,7 +558,8 @@ impl Engine {
         }
     }
 
-    /// The run itself, with the per-run `redis.call` and the busy/kill hook in place.
+    /// The run itself: `redis.call` & co reach it through [`ActiveRun`], and the busy/kill
+    /// hook (installed once) watches it.
     fn run_protected(
         &mut self,
         ctx: &mut Ctx<'_, '_>,
@@ -438,79 +578,65 @@ impl Engine {
         }
         private.raw_set("resp", 2)?;
         private.raw_set("running", true)?;
-        let threshold_ms = ctx.server.config.busy_reply_threshold_ms();
-        let run = self.run.clone();
-        lua.set_hook(
-            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-            move |lua, _| {
-                crate::server::step_aside_from_runtime();
-                check_run(lua, &run, threshold_ms)
-            },
-        )?;
+        self.run.threshold_ms.store(
+            ctx.server.config.busy_reply_threshold_ms(),
+            Ordering::Relaxed,
+        );
+        if self.run.line_hook.swap(false, Ordering::AcqRel) {
+            // The last run was killed: its hook fired on every line.
+            install_run_hook(lua, &self.run)?;
+        }
         let rules = CallRules {
             read_only: options.read_only,
             deny_oom: !options.allow_oom && ctx.server.out_of_memory(),
         };
         let run_state = self.run.clone();
-        let cell = RefCell::new(ctx);
-        let command = |lua: &Lua, words: MultiValue| -> mlua::Result<(bool, Value)> {
-            let mut ctx = cell
-                .try_borrow_mut()
-                .map_err(|_| mlua::Error::RuntimeError("recursive redis.call".into()))?;
-            let resp: u8 = private.raw_get("resp").unwrap_or(2);
-            script_command(lua, &mut ctx, resp, words, rules, &run_state)
-        };
-        let result = lua.scope(|scope| {
-            // Rust functions, not Lua wrappers: a `return redis.call(...)` must keep the
-            // script's frame (a Lua tail call would drop it) so errors name the right line.
-            let call = scope.create_function(|lua, words: MultiValue| {
-                let (ok, value) = command(lua, words)?;
-                if ok {
-                    return Ok(value);
+        let mut dispatch = |lua: &Lua, kind: HostCall, words: MultiValue| -> mlua::Result<Value> {
+            match kind {
+                HostCall::Call | HostCall::PCall => {
+                    let resp: u8 = private.raw_get("resp").unwrap_or(2);
+                    let (ok, value) = script_command(lua, ctx, resp, words, rules, &run_state)?;
+                    if ok || kind == HostCall::PCall {
+                        return Ok(value);
+                    }
+                    let text = match &value {
+                        Value::Table(table) => error_info(table).message.unwrap_or_default(),
+                        _ => Vec::new(),
+                    };
+                    Err(mlua::Error::external(sandbox::RaisedReply(text)))
                 }
-                let text = match &value {
-                    Value::Table(table) => error_info(table).message.unwrap_or_default(),
-                    _ => Vec::new(),
-                };
-                Err(mlua::Error::external(sandbox::RaisedReply(text)))
-            })?;
-            let pcall =
-                scope.create_function(|lua, words: MultiValue| Ok(command(lua, words)?.1))?;
-            // redis.acl_check_cmd: whether the script's user may run a command (nil when
-            // there is no such command).
-            let acl_check = scope.create_function(|_, words: MultiValue| {
-                let ctx = cell
-                    .try_borrow()
-                    .map_err(|_| mlua::Error::RuntimeError("recursive redis call".into()))?;
-                let Ok(args) = words_to_args(&words) else {
-                    return Ok(None);
-                };
-                Ok(crate::gate::command_for_script(&args)
-                    .ok()
-                    .map(|command| ctx.client.user.check(command, &args).is_none()))
-            })?;
-            self.redis.raw_set("call", call)?;
-            self.redis.raw_set("pcall", pcall)?;
-            private.raw_set("acl_check", acl_check)?;
+                // redis.acl_check_cmd: whether the script's user may run a command (nil
+                // when there is no such command).
+                HostCall::AclCheck => {
+                    let Ok(args) = words_to_args(&words) else {
+                        return Ok(Value::Nil);
+                    };
+                    Ok(match crate::gate::command_for_script(&args) {
+                        Ok(command) => {
+                            Value::Boolean(ctx.client.user.check(command, &args).is_none())
+                        }
+                        Err(_) => Value::Nil,
+                    })
+                }
+            }
+        };
+        let outcome = {
+            let mut dispatch: &mut Dispatch<'_> = &mut dispatch;
+            let _active = self.active.enter(&mut dispatch);
             let runner: Function = private.raw_get("run")?;
-            let outcome = if options.eval {
+            if options.eval {
                 runner.call::<MultiValue>(function.clone())
             } else {
                 runner.call::<MultiValue>((function.clone(), keys_table, args_table))
-            };
-            self.redis.raw_set("call", self.idle_call.clone())?;
-            private.raw_set("acl_check", Value::Nil)?;
-            self.redis.raw_set("pcall", self.idle_call.clone())?;
-            outcome
-        });
-        lua.remove_hook();
+            }
+        };
         private.raw_set("running", false)?;
         if options.eval {
             self.sandbox.safe.raw_set("KEYS", Value::Nil)?;
             self.sandbox.safe.raw_set("ARGV", Value::Nil)?;
         }
         let resp: u8 = private.raw_get("resp").unwrap_or(2);
-        Ok((result?, resp))
+        Ok((outcome?, resp))
     }
 
     /// The reply of a finished run: its value, or its error with where it happened.
@@ -592,6 +718,7 @@ fn check_run(lua: &Lua, run: &RunState, threshold_ms: u64) -> mlua::Result<VmSta
         run.mark_busy();
     }
     if run.kill_requested() {
+        run.line_hook.store(true, Ordering::Release);
         let run_line = HookTriggers::new().every_line();
         let _ = lua.set_hook(run_line, |_, _| {
             Err(mlua::Error::RuntimeError(

@@ -42,6 +42,11 @@ pub struct RunState {
     eval: AtomicBool,
     /// When the running script started, as microseconds since `epoch`.
     started_us: AtomicU64,
+    /// `busy-reply-threshold` as the run in progress started with it.
+    pub threshold_ms: AtomicU64,
+    /// Set when a killed run's hook was switched to fire on every line: the next run puts
+    /// the count hook back.
+    pub line_hook: AtomicBool,
     epoch: Instant,
     /// Bumped when a claim ends or a script turns busy: waiting connections look again.
     changes: watch::Sender<u64>,
@@ -67,6 +72,8 @@ impl RunState {
             wrote: AtomicBool::new(false),
             eval: AtomicBool::new(true),
             started_us: AtomicU64::new(0),
+            threshold_ms: AtomicU64::new(0),
+            line_hook: AtomicBool::new(false),
             epoch: Instant::now(),
             changes: watch::Sender::new(0),
             function: Mutex::new(None),
@@ -113,6 +120,12 @@ impl RunState {
     }
 
     /// Milliseconds since the running script started.
+    /// Microseconds since the run in progress started.
+    pub fn elapsed_us(&self) -> u64 {
+        let now = self.epoch.elapsed().as_micros() as u64;
+        now.saturating_sub(self.started_us.load(Ordering::Acquire))
+    }
+
     pub fn elapsed_ms(&self) -> u64 {
         let now = self.epoch.elapsed().as_micros() as u64;
         now.saturating_sub(self.started_us.load(Ordering::Acquire)) / 1000
