@@ -320,49 +320,47 @@ async fn connection<S>(
                 let ok = execute(&server, &mut client, &mut reply, args).await;
                 // Dropped now: the arguments share the input buffer's memory.
                 args.clear();
-                {
-                    if !ok {
-                        break 'connection;
-                    }
-                    let is_monitor = client.shared.monitor.load(Ordering::Relaxed);
-                    if is_monitor && monitor.is_none() {
-                        monitor = Some(server.monitor_feed.subscribe());
-                    } else if !is_monitor && monitor.is_some() {
-                        monitor = None;
-                    }
-                    if client.close_after_reply || client.shared.is_killed() {
-                        let _ = flush(&server, &mut client, &mut writer, &mut reply).await;
-                        break 'connection;
-                    }
-                    if !client.woken.is_empty() {
-                        await_woken(std::mem::take(&mut client.woken), None).await;
-                    }
-                    if client.blocked.is_some() {
-                        // Answer what came before, then wait; later input stays buffered.
-                        if flush(&server, &mut client, &mut writer, &mut reply)
-                            .await
-                            .is_err()
-                        {
-                            break 'connection;
-                        }
-                        let blocked = Blocked {
-                            server: &server,
-                            query_limit,
-                        };
-                        if !blocked
-                            .wait(&mut client, &mut reply, &mut reader, &mut input)
-                            .await
-                        {
-                            break 'connection;
-                        }
-                    }
-                    if reply.len() >= REPLY_FLUSH_AT
-                        && flush(&server, &mut client, &mut writer, &mut reply)
-                            .await
-                            .is_err()
+                if !ok {
+                    break 'connection;
+                }
+                let is_monitor = client.shared.monitor.load(Ordering::Relaxed);
+                if is_monitor && monitor.is_none() {
+                    monitor = Some(server.monitor_feed.subscribe());
+                } else if !is_monitor && monitor.is_some() {
+                    monitor = None;
+                }
+                if client.close_after_reply || client.shared.is_killed() {
+                    let _ = flush(&server, &mut client, &mut writer, &mut reply).await;
+                    break 'connection;
+                }
+                if !client.woken.is_empty() {
+                    await_woken(std::mem::take(&mut client.woken), None).await;
+                }
+                if client.blocked.is_some() {
+                    // Answer what came before, then wait; later input stays buffered.
+                    if flush(&server, &mut client, &mut writer, &mut reply)
+                        .await
+                        .is_err()
                     {
                         break 'connection;
                     }
+                    let blocked = Blocked {
+                        server: &server,
+                        query_limit,
+                    };
+                    if !blocked
+                        .wait(&mut client, &mut reply, &mut reader, &mut input)
+                        .await
+                    {
+                        break 'connection;
+                    }
+                }
+                if reply.len() >= REPLY_FLUSH_AT
+                    && flush(&server, &mut client, &mut writer, &mut reply)
+                        .await
+                        .is_err()
+                {
+                    break 'connection;
                 }
             }
             if let Some(error) = parse_error {
