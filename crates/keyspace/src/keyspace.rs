@@ -58,6 +58,15 @@ pub type ShardCopy = Box<[Table]>;
 /// Keys removed by expiry, as `(db, key)`.
 pub type RemovedKeys = [(usize, Box<[u8]>)];
 
+/// A shard just locked, by whatever path: if a snapshot cut marked it, it is copied first,
+/// before anyone changes it.
+fn just_taken(mut guard: MutexGuard<'_, Shard>, index: usize) -> MutexGuard<'_, Shard> {
+    if guard.snapshot.is_some() {
+        copy_for_snapshot(&mut guard, index);
+    }
+    guard
+}
+
 /// Copies a shard marked by a snapshot cut, and clears the mark.
 fn copy_for_snapshot(shard: &mut Shard, index: usize) {
     if let Some(snapshot) = shard.snapshot.take() {
@@ -298,11 +307,7 @@ impl Keyspace {
     /// short wait. Held by an exclusive view (a script may run for seconds), the wait goes
     /// through [`LongWait`].
     fn lock_shard(&self, shard: usize) -> MutexGuard<'_, Shard> {
-        let mut guard = self.lock_shard_raw(shard);
-        if guard.snapshot.is_some() {
-            copy_for_snapshot(&mut guard, shard);
-        }
-        guard
+        just_taken(self.lock_shard_raw(shard), shard)
     }
 
     fn lock_shard_raw(&self, shard: usize) -> MutexGuard<'_, Shard> {
@@ -361,19 +366,20 @@ impl Keyspace {
     /// [`Keyspace::prefetch_contents`] once the slots have had time to arrive.
     pub fn prefetch(&self, db: usize, key: &[u8]) -> u64 {
         let hash = self.hash(key);
-        if let Some(shard) = self.shards[self.shard_of_hash(hash)].0.try_lock() {
-            if let Some(table) = shard.dbs.get(db) {
-                table.prefetch(hash);
-            }
-        }
+        self.with_free_table(db, hash, |table| table.prefetch(hash));
         hash
     }
 
     /// The second prefetch step: the key's bytes and its string value.
     pub fn prefetch_contents(&self, db: usize, hash: u64) {
+        self.with_free_table(db, hash, |table| table.prefetch_contents(hash));
+    }
+
+    /// Runs `f` on the table of `db` that `hash` falls in, if its shard is free right now.
+    fn with_free_table(&self, db: usize, hash: u64, f: impl FnOnce(&Table)) {
         if let Some(shard) = self.shards[self.shard_of_hash(hash)].0.try_lock() {
             if let Some(table) = shard.dbs.get(db) {
-                table.prefetch_contents(hash);
+                f(table);
             }
         }
     }
@@ -444,7 +450,7 @@ impl Keyspace {
     /// exclusive view exists.
     fn lock_shard_unless_exclusive(&self, shard: usize) -> Option<MutexGuard<'_, Shard>> {
         let mutex = &self.shards[shard].0;
-        let mut guard = match try_lock_spinning(mutex) {
+        let guard = match try_lock_spinning(mutex) {
             Some(guard) => guard,
             None => loop {
                 if self.exclusive.load(Ordering::Acquire) {
@@ -455,10 +461,7 @@ impl Keyspace {
                 }
             },
         };
-        if guard.snapshot.is_some() {
-            copy_for_snapshot(&mut guard, shard);
-        }
-        Some(guard)
+        Some(just_taken(guard, shard))
     }
 
     /// The view of a script: it locks the shards of the keys the script declared, and takes
@@ -487,11 +490,7 @@ impl Keyspace {
     /// A shard for the exclusive view: whoever holds it now is a command that will finish
     /// or let go (see [`Keyspace::lock_ordered`]), so a plain wait.
     fn lock_for_exclusive(&self, shard: usize) -> MutexGuard<'_, Shard> {
-        let mut guard = self.shards[shard].0.lock();
-        if guard.snapshot.is_some() {
-            copy_for_snapshot(&mut guard, shard);
-        }
-        guard
+        just_taken(self.shards[shard].0.lock(), shard)
     }
 
     /// A view that holds nothing, for commands that touch no key.
