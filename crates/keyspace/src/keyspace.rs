@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::clock::{Clock, Deadline, Now};
-use crate::table::{Found, Slot, Table};
+use crate::slot::Slot;
+use crate::table::{Found, Table};
 use crate::value::{Entry, Value};
 
 /// One shard: its part of every database.
@@ -261,10 +262,13 @@ impl Keyspace {
     pub fn new(num_dbs: usize, shard_count: usize) -> Keyspace {
         let shard_count = shard_count.max(1).next_power_of_two();
         let shard_bits = shard_count.trailing_zeros();
+        let hasher = ahash::RandomState::new();
         let shards = (0..shard_count)
             .map(|_| {
                 Padded(Mutex::new(Shard {
-                    dbs: (0..num_dbs).map(|_| Table::new(shard_bits)).collect(),
+                    dbs: (0..num_dbs)
+                        .map(|_| Table::new(shard_bits, hasher.clone()))
+                        .collect(),
                     dirty: 0,
                     watches: HashMap::new(),
                     blocked: HashMap::new(),
@@ -277,7 +281,7 @@ impl Keyspace {
             shards,
             shard_bits,
             num_dbs,
-            hasher: ahash::RandomState::new(),
+            hasher,
             clock: Clock::new(),
             orphans,
             exclusive: AtomicBool::new(false),
@@ -361,18 +365,23 @@ impl Keyspace {
         self.shard_of_hash(self.hash(key))
     }
 
-    /// Starts loading the slots a lookup of `key` in `db` will compare, unless its shard is
-    /// busy (a hint: correctness never depends on it). Returns the key's hash, for
-    /// [`Keyspace::prefetch_contents`] once the slots have had time to arrive.
+    /// Starts loading the buckets a lookup of `key` in `db` will compare, unless its shard
+    /// is busy (a hint: correctness never depends on it). Returns the key's hash, for
+    /// [`Keyspace::prefetch_contents`] once the buckets have had time to arrive.
     pub fn prefetch(&self, db: usize, key: &[u8]) -> u64 {
         let hash = self.hash(key);
         self.with_free_table(db, hash, |table| table.prefetch(hash));
         hash
     }
 
-    /// The second prefetch step: the key's bytes and its string value.
+    /// The second prefetch step: the slots (entry and key bytes) the buckets point to.
     pub fn prefetch_contents(&self, db: usize, hash: u64) {
         self.with_free_table(db, hash, |table| table.prefetch_contents(hash));
+    }
+
+    /// The third prefetch step: the string value of `key` (its hash as `prefetch` gave it).
+    pub fn prefetch_value(&self, db: usize, hash: u64, key: &[u8]) {
+        self.with_free_table(db, hash, |table| table.prefetch_value(hash, key));
     }
 
     /// Runs `f` on the table of `db` that `hash` falls in, if its shard is free right now.
@@ -629,20 +638,26 @@ impl<'a> Locked<'a> {
         (self.now.mono_ms / 1000) as u32
     }
 
-    /// The live entry under `key`, or `None`. A key past its deadline is removed on the way.
+    /// The live value under `key`, or `None`. A key past its deadline is removed on the way.
     /// Counts a hit or a miss and refreshes the access time unless `touch` is off.
-    pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
-        let touch = self.touch;
-        self.lookup(db, key, touch)
+    pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
+        self.get_slot(db, key).map(Slot::value_mut)
     }
 
     /// Like [`get`](Self::get) (hit/miss counted, passed key removed) but never refreshes the
     /// access time: Redis' `LOOKUP_NOTOUCH`, used by TYPE, TTL, EXISTS and OBJECT.
-    pub fn get_untouched(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
-        self.lookup(db, key, false)
+    pub fn get_untouched(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
+        self.lookup_slot(db, key, false).map(Slot::value_mut)
     }
 
-    fn lookup(&mut self, db: usize, key: &[u8], touch: bool) -> Option<&mut Entry> {
+    /// The live key's whole slot (value, deadline, access time), looked up as
+    /// [`get`](Self::get) does. Its deadline changes only through [`Locked::set_deadline`].
+    pub fn get_slot(&mut self, db: usize, key: &[u8]) -> Option<&mut Slot> {
+        let touch = self.touch;
+        self.lookup_slot(db, key, touch)
+    }
+
+    fn lookup_slot(&mut self, db: usize, key: &[u8], touch: bool) -> Option<&mut Slot> {
         let hash = self.keyspace.hash(key);
         let now = self.now;
         let stamp = self.access_stamp();
@@ -664,9 +679,9 @@ impl<'a> Locked<'a> {
             Found::Live(slot) => {
                 effects.hits += 1;
                 if touch {
-                    slot.entry.access_s = stamp;
+                    slot.set_access_s(stamp);
                 }
-                Some(&mut slot.entry)
+                Some(slot)
             }
             Found::Expired => {
                 effects.expired += 1;
@@ -685,7 +700,7 @@ impl<'a> Locked<'a> {
     /// hit or miss or touching the access time.
     pub fn exists(&mut self, db: usize, key: &[u8]) -> bool {
         let saved = self.effects;
-        let found = self.lookup(db, key, false).is_some();
+        let found = self.lookup_slot(db, key, false).is_some();
         let expired = self.effects.expired;
         self.effects = Effects { expired, ..saved };
         found
@@ -700,24 +715,31 @@ impl<'a> Locked<'a> {
         value: Value,
         deadline: Option<Deadline>,
     ) -> Option<Entry> {
-        let hash = self.keyspace.hash(key);
-        let stamp = self.access_stamp();
-        let table = self.table_mut(db, hash);
-        table.insert(
-            hash,
-            key,
-            Entry {
-                value,
-                deadline,
-                access_s: stamp,
-            },
-        )
+        self.put_entry(db, key, Entry { value, deadline })
     }
 
-    /// Inserts a whole entry (value, deadline and access time as given).
+    /// Inserts a whole entry (value and deadline as given), accessed now.
     pub fn put_entry(&mut self, db: usize, key: &[u8], entry: Entry) -> Option<Entry> {
+        let stamp = self.access_stamp();
+        self.put_entry_accessed(db, key, entry, stamp)
+    }
+
+    /// Inserts a whole entry last accessed at `access_s` (seconds on the keyspace clock, as
+    /// [`Slot::access_s`] reports): RESTORE ... IDLETIME.
+    pub fn put_entry_accessed(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        entry: Entry,
+        access_s: u32,
+    ) -> Option<Entry> {
         let hash = self.keyspace.hash(key);
-        self.table_mut(db, hash).insert(hash, key, entry)
+        self.table_mut(db, hash).insert(hash, key, entry, access_s)
+    }
+
+    /// The live key's whole slot, looked up as [`get_untouched`](Self::get_untouched) does.
+    pub fn get_slot_untouched(&mut self, db: usize, key: &[u8]) -> Option<&mut Slot> {
+        self.lookup_slot(db, key, false)
     }
 
     /// Removes a key; returns its entry when it was live.
@@ -726,14 +748,14 @@ impl<'a> Locked<'a> {
         let now = self.now;
         let shard = self.shard_mut(self.keyspace.shard_of_hash(hash));
         let slot = shard.dbs[db].remove(hash, key)?;
-        if slot.entry.deadline.is_some_and(|d| d.is_passed(now)) {
+        if slot.is_passed(now) {
             // Removed by expiry, as a lookup would have: watchers learn of it.
             touch_watchers(shard, db, hash, key, now);
             self.effects.expired += 1;
             self.expired_keys.push((db, key.into()));
             return None;
         }
-        Some(slot.entry)
+        Some(slot.into_entry())
     }
 
     /// Changes a live key's deadline; false when there is no live key.
@@ -841,7 +863,7 @@ impl<'a> Locked<'a> {
         }
         let stale = shard.dbs[db]
             .get(hash, key)
-            .is_some_and(|slot| is_passed(&slot.entry, now));
+            .is_some_and(|slot| slot.is_passed(now));
         let watcher = Watcher {
             db,
             flag: Arc::downgrade(&watches.flag),
@@ -900,7 +922,7 @@ impl<'a> Locked<'a> {
             let hash = by.hash;
             if shard.dbs[watched.db]
                 .get(hash, &watched.key)
-                .is_some_and(|slot| is_passed(&slot.entry, now))
+                .is_some_and(|slot| slot.is_passed(now))
             {
                 return true;
             }
@@ -987,8 +1009,7 @@ impl<'a> Locked<'a> {
                 wake_first(queue, db, 0, &mut self.woken);
             }
             removed += shard.dbs[db].len();
-            let shard_bits = shard_bits_of(shard);
-            shard.dbs[db] = Table::new(shard_bits);
+            shard.dbs[db] = shard.dbs[db].emptied();
             shard.dirty += 1;
         }
         self.changes += 1;
@@ -1023,7 +1044,7 @@ impl<'a> Locked<'a> {
         let now = self.now;
         for shard in self.all().iter() {
             for slot in shard.dbs[db].iter() {
-                if !slot.entry.deadline.is_some_and(|d| d.is_passed(now)) {
+                if !slot.is_passed(now) {
                     visit(slot);
                 }
             }
@@ -1050,7 +1071,7 @@ impl<'a> Locked<'a> {
             let wanted = count.saturating_sub(seen);
             let mut counting = |slot: &Slot| {
                 seen += 1;
-                if !slot.entry.deadline.is_some_and(|d| d.is_passed(now)) {
+                if !slot.is_passed(now) {
                     visit(slot);
                 }
             };
@@ -1089,15 +1110,15 @@ impl<'a> Locked<'a> {
                 continue;
             }
             if let Some(slot) = table.random(|n| rng.gen_range(0..n)) {
-                if !slot.entry.deadline.is_some_and(|d| d.is_passed(now)) {
-                    return Some(slot.key.to_vec());
+                if !slot.is_passed(now) {
+                    return Some(slot.key().to_vec());
                 }
             }
         }
         all.iter()
             .flat_map(|s| s.dbs[db].iter())
-            .find(|slot| !slot.entry.deadline.is_some_and(|d| d.is_passed(now)))
-            .map(|slot| slot.key.to_vec())
+            .find(|slot| !slot.is_passed(now))
+            .map(|slot| slot.key().to_vec())
     }
 
     /// Memory held by the tables themselves. Needs every shard.
@@ -1187,10 +1208,6 @@ fn shard_in<'g>(guards: &'g mut Guards<'_>, shard: usize) -> &'g mut Shard {
     }
 }
 
-fn is_passed(entry: &Entry, now: Now) -> bool {
-    entry.deadline.is_some_and(|d| d.is_passed(now))
-}
-
 fn raise(watcher: &Watcher) {
     if let Some(flag) = watcher.flag.upgrade() {
         flag.store(true, Ordering::Release);
@@ -1207,7 +1224,7 @@ fn touch_watchers(shard: &mut Shard, db: usize, hash: u64, key: &[u8], now: Now)
     };
     let slot = shard.dbs[db].get(hash, key);
     let present = slot.is_some();
-    let live = slot.is_some_and(|slot| !is_passed(&slot.entry, now));
+    let live = slot.is_some_and(|slot| !slot.is_passed(now));
     for watcher in by.watchers.iter_mut().filter(|w| w.db == db) {
         if watcher.stale && !live {
             // Watched while already expired and still logically absent: no change. Once
@@ -1236,7 +1253,7 @@ fn touch_all_watchers_in_db(
         if !in_emptied && replacement.is_none() {
             continue;
         }
-        let replacement_expired = replacement.is_some_and(|slot| is_passed(&slot.entry, now));
+        let replacement_expired = replacement.is_some_and(|slot| slot.is_passed(now));
         for watcher in by.watchers.iter_mut().filter(|w| w.db == emptied) {
             if watcher.stale {
                 if replacement.is_none() {
@@ -1260,7 +1277,7 @@ fn touch_all_watchers_in_db(
 fn is_live(table: &Table, hash: u64, key: &[u8], now: Now) -> bool {
     table
         .get(hash, key)
-        .is_some_and(|slot| !is_passed(&slot.entry, now))
+        .is_some_and(|slot| !slot.is_passed(now))
 }
 
 /// After `key` of `db` changed, wakes the first client blocked on it (the others get their
@@ -1310,11 +1327,6 @@ fn prune_watches(shard: &mut Shard) {
     });
 }
 
-fn shard_bits_of(shard: &Shard) -> u32 {
-    // Every table of a shard was made with the keyspace's shard bits; a fresh one copies it.
-    shard.dbs.first().map(|t| t.shard_bits()).unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1336,10 +1348,7 @@ mod tests {
             assert_eq!(all.db_len(1), 0);
         }
         let mut view = ks.lock_keys(&["k1", "k2", "k150"]);
-        assert_eq!(
-            view.get(0, b"k150").map(|e| e.value.clone()),
-            Some(s("k150"))
-        );
+        assert_eq!(view.get(0, b"k150").map(|v| v.clone()), Some(s("k150")));
         assert!(view.remove(0, b"k1").is_some());
         assert!(view.get(0, b"k1").is_none());
     }
@@ -1350,7 +1359,7 @@ mod tests {
     #[test]
     fn exclusive_views_take_undeclared_shards_without_deadlock() {
         fn bump(view: &mut Locked<'_>, key: &[u8]) {
-            let n = match view.get(0, key).map(|e| e.value.clone()) {
+            let n = match view.get(0, key).map(|v| v.clone()) {
                 Some(Value::Str(v)) => String::from_utf8(v).unwrap().parse::<u64>().unwrap(),
                 _ => 0,
             };
@@ -1412,7 +1421,7 @@ mod tests {
         }
         let mut all = ks.lock_all();
         let total: u64 = (0..KEYS)
-            .map(|i| match all.get(0, &key(i)).map(|e| e.value.clone()) {
+            .map(|i| match all.get(0, &key(i)).map(|v| v.clone()) {
                 Some(Value::Str(v)) => String::from_utf8(v).unwrap().parse::<u64>().unwrap(),
                 _ => 0,
             })
@@ -1433,7 +1442,7 @@ mod tests {
         let mut cursor = 0;
         loop {
             cursor = all.scan(0, cursor, 7, &mut |slot| {
-                seen.insert(slot.key.to_vec());
+                seen.insert(slot.key().to_vec());
             });
             if cursor == 0 {
                 break;
@@ -1462,11 +1471,18 @@ mod tests {
         drop(view);
         ks.clock().advance(5_000);
         let mut view = ks.lock_all();
-        let stamp = view.get_untouched(0, b"k").map(|e| e.access_s);
-        assert_eq!(stamp, Some(0));
+        assert!(view.get_untouched(0, b"k").is_some());
         assert!(view.get_untouched(0, b"missing").is_none());
         assert_eq!((view.effects.hits, view.effects.misses), (1, 1));
-        assert_eq!(view.get(0, b"k").map(|e| e.access_s), Some(5));
+        assert_eq!(
+            view.get_slot_untouched(0, b"k").map(|s| s.access_s()),
+            Some(0)
+        );
+        assert!(view.get(0, b"k").is_some());
+        assert_eq!(
+            view.get_slot_untouched(0, b"k").map(|s| s.access_s()),
+            Some(5)
+        );
     }
 
     fn registered_watchers(ks: &Keyspace) -> usize {

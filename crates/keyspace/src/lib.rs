@@ -2,6 +2,7 @@
 //!
 //! - [`clock`]: the monotonic and wall clocks, frozen readings ([`Now`]) and [`Deadline`]s.
 //! - [`value`]: what a key holds ([`Value`], [`Entry`]) and Redis' strict integer parsing.
+//! - [`slot`]: one key's allocation (entry, access time, key bytes) behind a thin pointer.
 //! - [`table`]: one database's part of one shard, an extendible hash table that SCAN can walk.
 //! - [`keyspace`]: the shards, and [`Locked`], the view a command runs against.
 //! - [`zset`]: the sorted set value.
@@ -11,6 +12,7 @@
 pub mod clock;
 pub mod glob;
 pub mod keyspace;
+pub mod slot;
 pub mod stream;
 pub mod table;
 pub mod value;
@@ -18,7 +20,8 @@ pub mod zset;
 
 pub use clock::{Clock, Deadline, Now};
 pub use keyspace::{Effects, KeyWaiter, Keyspace, Locked, LongWait, Snapshot, Woken};
+pub use slot::Slot;
 pub use stream::Stream;
-pub use table::{Slot, Table};
+pub use table::Table;
 pub use value::{parse_i64_strict, Entry, Value, ValueKind};
 pub use zset::SortedSet;

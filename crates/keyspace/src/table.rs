@@ -9,6 +9,7 @@
 use hashbrown::HashTable;
 
 use crate::clock::{Deadline, Now};
+use crate::slot::Slot;
 use crate::value::{Entry, Value};
 
 /// A full segment splits before it takes one more key. This is exactly what a table of
@@ -21,17 +22,22 @@ const MAX_DEPTH: u32 = 24;
 
 /// A hint to load `at`'s cache line; never faults, never waits.
 #[inline(always)]
+pub(crate) fn prefetch_read<T: ?Sized>(at: &T) {
+    prefetch_address((at as *const T).cast::<u8>());
+}
+
+/// A hint to load the cache line holding `address`, which need not be valid: a prefetch
+/// reads nothing architecturally, never faults, never waits.
+#[inline(always)]
 #[allow(unsafe_code)]
-fn prefetch_read<T: ?Sized>(at: &T) {
+pub(crate) fn prefetch_address(address: *const u8) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch reads nothing architecturally; `at` is a valid reference anyway.
+    // SAFETY: `_mm_prefetch` is a hint; it does not dereference the address.
     unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            (at as *const T).cast::<i8>(),
-        );
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(address.cast::<i8>());
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
+    let _ = address;
 }
 
 /// The hash a segment's `hashbrown` table files a key under. The key's own hash picks the
@@ -44,20 +50,11 @@ fn bucket_hash(hash: u64) -> u64 {
     hash.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// A key with its value, stored with its hash so that splits and resizes never rehash.
-#[derive(Debug, Clone)]
-pub struct Slot {
-    pub hash: u64,
-    pub key: Box<[u8]>,
-    pub entry: Entry,
-}
-
 #[derive(Debug, Default, Clone)]
 struct Segment {
     local_depth: u32,
-    /// Slots inline: boxing them made an empty bucket cost a pointer rather than a slot (141
-    /// instead of 213 bytes per key for 1M small strings) but cost about a fifth of SET
-    /// throughput at pipeline 16 (one more cache miss per lookup); speed won.
+    /// Buckets hold thin pointers ([`Slot`]: key, entry and access time in one allocation),
+    /// so an empty bucket costs 9 bytes with its control byte.
     table: HashTable<Slot>,
     expires: usize,
 }
@@ -72,6 +69,9 @@ pub enum Found<'a> {
 
 #[derive(Debug, Clone)]
 pub struct Table {
+    /// The keyspace's seeded hasher: slots do not store their hash, so growing, splitting
+    /// and SCAN recompute it from the key.
+    hasher: ahash::RandomState,
     /// Bits of the hash already used to pick the shard; the directory uses the bits after.
     shard_bits: u32,
     global_depth: u32,
@@ -84,8 +84,9 @@ pub struct Table {
 }
 
 impl Table {
-    pub fn new(shard_bits: u32) -> Table {
+    pub fn new(shard_bits: u32, hasher: ahash::RandomState) -> Table {
         Table {
+            hasher,
             shard_bits,
             global_depth: 0,
             directory: vec![0],
@@ -102,6 +103,16 @@ impl Table {
 
     pub fn shard_bits(&self) -> u32 {
         self.shard_bits
+    }
+
+    /// A new empty table for the same shard (FLUSHDB).
+    pub fn emptied(&self) -> Table {
+        Table::new(self.shard_bits, self.hasher.clone())
+    }
+
+    /// The hash a key is filed under (the keyspace's hash of it).
+    pub fn hash_of(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -136,9 +147,9 @@ impl Table {
 
     pub fn get(&self, hash: u64, key: &[u8]) -> Option<&Slot> {
         let segment = &self.segments[self.segment_of(hash)];
-        segment.table.find(bucket_hash(hash), |slot| {
-            slot.hash == hash && *slot.key == *key
-        })
+        segment
+            .table
+            .find(bucket_hash(hash), |slot| slot.key() == key)
     }
 
     /// Starts loading, without waiting, the slots a lookup of `hash` will compare: a batch of
@@ -151,36 +162,36 @@ impl Table {
         });
     }
 
-    /// The second step after [`Table::prefetch`] (once the slots have arrived): starts
-    /// loading the key and string value of the slot filed under `hash`.
+    /// The second step after [`Table::prefetch`] (once the buckets have arrived): starts
+    /// loading the allocations (entry and key) the buckets filed under `hash` point to.
     pub fn prefetch_contents(&self, hash: u64) {
         let segment = &self.segments[self.segment_of(hash)];
         segment.table.find(bucket_hash(hash), |slot| {
-            if slot.hash == hash {
-                prefetch_read(&*slot.key);
-                if let Value::Str(bytes) = &slot.entry.value {
-                    prefetch_read(bytes.as_slice());
-                }
-            }
+            slot.prefetch();
             false
         });
+    }
+
+    /// The third step (once the slot has arrived): starts loading the string value of `key`.
+    pub fn prefetch_value(&self, hash: u64, key: &[u8]) {
+        if let Some(slot) = self.get(hash, key) {
+            if let Value::Str(bytes) = slot.value() {
+                prefetch_read(bytes.as_slice());
+            }
+        }
     }
 
     /// Finds a key, removing it first if its deadline has passed at `now`.
     pub fn lookup(&mut self, hash: u64, key: &[u8], now: Now) -> Found<'_> {
         let index = self.segment_of(hash);
         let segment = &mut self.segments[index];
-        let Ok(occupied) = segment.table.find_entry(bucket_hash(hash), |slot| {
-            slot.hash == hash && *slot.key == *key
-        }) else {
+        let Ok(occupied) = segment
+            .table
+            .find_entry(bucket_hash(hash), |slot| slot.key() == key)
+        else {
             return Found::Missing;
         };
-        if occupied
-            .get()
-            .entry
-            .deadline
-            .is_some_and(|d| d.is_passed(now))
-        {
+        if occupied.get().is_passed(now) {
             occupied.remove();
             segment.expires -= 1;
             self.expires -= 1;
@@ -192,24 +203,24 @@ impl Table {
 
     /// Removes the key if it is present and past its deadline at `now`; true if it did.
     pub fn remove_if_passed(&mut self, hash: u64, key: &[u8], now: Now) -> bool {
-        let passed = self
-            .get(hash, key)
-            .is_some_and(|slot| slot.entry.deadline.is_some_and(|d| d.is_passed(now)));
+        let passed = self.get(hash, key).is_some_and(|slot| slot.is_passed(now));
         if passed {
             self.remove(hash, key);
         }
         passed
     }
 
-    /// Inserts or replaces a key; returns the entry it replaced.
-    pub fn insert(&mut self, hash: u64, key: &[u8], entry: Entry) -> Option<Entry> {
+    /// Inserts or replaces a key, stamped with `access_s`; returns the entry it replaced.
+    pub fn insert(&mut self, hash: u64, key: &[u8], entry: Entry, access_s: u32) -> Option<Entry> {
         let index = self.segment_of(hash);
         let segment = &mut self.segments[index];
         let new_expires = entry.deadline.is_some() as usize;
-        if let Some(slot) = segment.table.find_mut(bucket_hash(hash), |slot| {
-            slot.hash == hash && *slot.key == *key
-        }) {
-            let old = std::mem::replace(&mut slot.entry, entry);
+        if let Some(slot) = segment
+            .table
+            .find_mut(bucket_hash(hash), |slot| slot.key() == key)
+        {
+            slot.set_access_s(access_s);
+            let old = slot.replace(entry);
             let old_expires = old.deadline.is_some() as usize;
             segment.expires = segment.expires + new_expires - old_expires;
             self.expires = self.expires + new_expires - old_expires;
@@ -221,16 +232,13 @@ impl Table {
         } else {
             index
         };
+        let hasher = &self.hasher;
         let segment = &mut self.segments[index];
-        segment.table.insert_unique(
-            bucket_hash(hash),
-            Slot {
-                hash,
-                key: key.into(),
-                entry,
-            },
-            |slot| bucket_hash(slot.hash),
-        );
+        segment
+            .table
+            .insert_unique(bucket_hash(hash), Slot::new(key, entry, access_s), |slot| {
+                bucket_hash(hasher.hash_one(slot.key()))
+            });
         segment.expires += new_expires;
         self.expires += new_expires;
         self.len += 1;
@@ -242,12 +250,10 @@ impl Table {
         let segment = &mut self.segments[index];
         let occupied = segment
             .table
-            .find_entry(bucket_hash(hash), |slot| {
-                slot.hash == hash && *slot.key == *key
-            })
+            .find_entry(bucket_hash(hash), |slot| slot.key() == key)
             .ok()?;
         let (slot, _) = occupied.remove();
-        if slot.entry.deadline.is_some() {
+        if slot.deadline().is_some() {
             segment.expires -= 1;
             self.expires -= 1;
         }
@@ -259,14 +265,15 @@ impl Table {
     pub fn set_deadline(&mut self, hash: u64, key: &[u8], deadline: Option<Deadline>) -> bool {
         let index = self.segment_of(hash);
         let segment = &mut self.segments[index];
-        let Some(slot) = segment.table.find_mut(bucket_hash(hash), |slot| {
-            slot.hash == hash && *slot.key == *key
-        }) else {
+        let Some(slot) = segment
+            .table
+            .find_mut(bucket_hash(hash), |slot| slot.key() == key)
+        else {
             return false;
         };
-        let before = slot.entry.deadline.is_some() as usize;
+        let before = slot.deadline().is_some() as usize;
         let after = deadline.is_some() as usize;
-        slot.entry.deadline = deadline;
+        slot.set_deadline(deadline);
         segment.expires = segment.expires + after - before;
         self.expires = self.expires + after - before;
         true
@@ -289,6 +296,8 @@ impl Table {
                 hash << shard_bits
             }
         };
+        let hasher = &self.hasher;
+        let rehash = |s: &Slot| bucket_hash(hasher.hash_one(s.key()));
         let old = &mut self.segments[index];
         old.local_depth = depth + 1;
         let mut moved = Segment {
@@ -296,18 +305,18 @@ impl Table {
             table: HashTable::with_capacity(SEGMENT_SPLIT_LEN),
             expires: 0,
         };
-        for slot in old.table.extract_if(|slot| sub(slot.hash) & bit != 0) {
-            if slot.entry.deadline.is_some() {
+        for slot in old
+            .table
+            .extract_if(|slot| sub(hasher.hash_one(slot.key())) & bit != 0)
+        {
+            if slot.deadline().is_some() {
                 moved.expires += 1;
             }
-            moved
-                .table
-                .insert_unique(bucket_hash(slot.hash), slot, |s| bucket_hash(s.hash));
+            moved.table.insert_unique(rehash(&slot), slot, rehash);
         }
         old.expires -= moved.expires;
         // The old half keeps its buckets (room for SEGMENT_SPLIT_LEN), like the new one.
-        old.table
-            .shrink_to(SEGMENT_SPLIT_LEN, |s| bucket_hash(s.hash));
+        old.table.shrink_to(SEGMENT_SPLIT_LEN, rehash);
         self.segments.push(moved);
         // Directory entries of the old segment whose bit number `depth` is set now point to
         // the new one.
@@ -336,23 +345,24 @@ impl Table {
             // The segment covers hashes that share the first `local_depth` sub-hash bits.
             let depth = segment.local_depth + self.shard_bits;
             let (start, end) = prefix_range(position, depth);
-            let mut slots: Vec<&Slot> = segment
+            let mut slots: Vec<(u64, &Slot)> = segment
                 .table
                 .iter()
-                .filter(|slot| slot.hash >= position)
+                .map(|slot| (self.hash_of(slot.key()), slot))
+                .filter(|(hash, _)| *hash >= position)
                 .collect();
-            slots.sort_unstable_by_key(|slot| slot.hash);
+            slots.sort_unstable_by_key(|(hash, _)| *hash);
             let mut taken = 0;
             while taken < slots.len() && visited < count {
-                let hash = slots[taken].hash;
-                while taken < slots.len() && slots[taken].hash == hash {
-                    visit(slots[taken]);
+                let hash = slots[taken].0;
+                while taken < slots.len() && slots[taken].0 == hash {
+                    visit(slots[taken].1);
                     taken += 1;
                     visited += 1;
                 }
             }
             if taken < slots.len() {
-                return Some(slots[taken].hash);
+                return Some(slots[taken].0);
             }
             debug_assert!(start <= position);
             match end {
@@ -407,11 +417,8 @@ impl Table {
             }
             examined += 1;
             let before = removed.len();
-            for slot in segment
-                .table
-                .extract_if(|slot| slot.entry.deadline.is_some_and(|d| d.is_passed(now)))
-            {
-                removed.push(slot.key);
+            for slot in segment.table.extract_if(|slot| slot.is_passed(now)) {
+                removed.push(slot.key().into());
             }
             let count = removed.len() - before;
             segment.expires -= count;
@@ -455,33 +462,46 @@ mod tests {
         }
     }
 
-    fn hash_of(key: &[u8]) -> u64 {
-        // A deterministic spread for tests; the keyspace uses a seeded hasher.
-        let mut h: u64 = 0xcbf29ce484222325;
-        for &b in key {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x100000001b3);
-        }
-        h ^ (h >> 29)
+    fn hasher() -> ahash::RandomState {
+        ahash::RandomState::with_seeds(1, 2, 3, 4)
     }
 
-    fn filled(shard_bits: u32, n: usize) -> Table {
-        let mut t = Table::new(shard_bits);
-        for i in 0..n {
-            let key = format!("key:{i}");
-            let mut h = hash_of(key.as_bytes());
-            if shard_bits > 0 {
-                // Every key of this table lives in shard 3.
-                h = (h >> shard_bits) | (3u64 << (64 - shard_bits));
-            }
-            t.insert(h, key.as_bytes(), Entry::new(Value::Str(vec![1])));
+    fn hash_of(key: &[u8]) -> u64 {
+        hasher().hash_one(key)
+    }
+
+    /// Whether `key` belongs in shard 3 of a keyspace with `shard_bits` (every key of the
+    /// test tables lives there, as in a real shard).
+    fn in_shard_3(shard_bits: u32, key: &str) -> bool {
+        shard_bits == 0 || hash_of(key.as_bytes()) >> (64 - shard_bits) == 3
+    }
+
+    /// `n` keys named `prefix:i` that fall in shard 3, from `i = from` on.
+    fn keys_in_shard(shard_bits: u32, prefix: &str, from: usize, n: usize) -> Vec<String> {
+        (from..)
+            .map(|i| format!("{prefix}:{i}"))
+            .filter(|k| in_shard_3(shard_bits, k))
+            .take(n)
+            .collect()
+    }
+
+    fn filled(shard_bits: u32, n: usize) -> (Table, Vec<String>) {
+        let mut t = Table::new(shard_bits, hasher());
+        let keys = keys_in_shard(shard_bits, "key", 0, n);
+        for key in &keys {
+            t.insert(
+                hash_of(key.as_bytes()),
+                key.as_bytes(),
+                Entry::new(Value::Str(vec![1])),
+                0,
+            );
         }
-        t
+        (t, keys)
     }
 
     #[test]
     fn splits_keep_every_key_findable() {
-        let t = filled(0, 20_000);
+        let (t, _) = filled(0, 20_000);
         assert_eq!(t.len(), 20_000);
         assert!(t.segments.len() > 8);
         for i in 0..20_000 {
@@ -492,7 +512,7 @@ mod tests {
 
     #[test]
     fn segments_split_before_their_buckets_double() {
-        let t = filled(0, 20_000);
+        let (t, _) = filled(0, 20_000);
         for segment in &t.segments {
             // 1792 keys fill 2048 buckets; a segment that grew to 4096 would have room
             // for 3584.
@@ -513,7 +533,8 @@ mod tests {
     #[test]
     fn scan_visits_every_key_once_across_splits() {
         for shard_bits in [0, 5] {
-            let mut t = filled(shard_bits, 3000);
+            let (mut t, keys) = filled(shard_bits, 3000);
+            let mut new_keys = keys_in_shard(shard_bits, "new", 0, 5_000).into_iter();
             let start = if shard_bits == 0 {
                 0
             } else {
@@ -521,22 +542,16 @@ mod tests {
             };
             let mut cursor = start;
             let mut seen = HashSet::new();
-            let mut extra = 0;
             loop {
                 let mut batch = Vec::new();
-                let next = t.scan(cursor, 10, &mut |s| batch.push(s.key.clone()));
+                let next = t.scan(cursor, 10, &mut |s| batch.push(s.key().to_vec()));
                 for k in batch {
                     assert!(seen.insert(k), "key returned twice");
                 }
                 // Writes during the scan force splits.
-                for _ in 0..5 {
-                    let key = format!("new:{extra}");
-                    extra += 1;
-                    let mut h = hash_of(key.as_bytes());
-                    if shard_bits > 0 {
-                        h = (h >> shard_bits) | (3u64 << (64 - shard_bits));
-                    }
-                    t.insert(h, key.as_bytes(), Entry::new(Value::Str(vec![])));
+                for key in new_keys.by_ref().take(5) {
+                    let h = hash_of(key.as_bytes());
+                    t.insert(h, key.as_bytes(), Entry::new(Value::Str(vec![])), 0);
                 }
                 match next {
                     Some(c) => {
@@ -546,39 +561,36 @@ mod tests {
                     None => break,
                 }
             }
-            for i in 0..3000 {
-                assert!(
-                    seen.contains(format!("key:{i}").as_bytes()),
-                    "missed key:{i}"
-                );
+            for key in &keys {
+                assert!(seen.contains(key.as_bytes()), "missed {key}");
             }
         }
     }
 
     #[test]
     fn lookup_removes_passed_keys() {
-        let mut t = Table::new(0);
+        let mut t = Table::new(0, hasher());
         let n = now();
         let mut e = Entry::new(Value::Str(b"v".to_vec()));
         e.deadline = Deadline::after(n, 10);
-        t.insert(1, b"k", e);
+        let h = hash_of(b"k");
+        t.insert(h, b"k", e, 0);
         assert_eq!(t.expires(), 1);
-        assert!(matches!(t.lookup(1, b"k", n), Found::Live(_)));
+        assert!(matches!(t.lookup(h, b"k", n), Found::Live(_)));
         let later = Now {
             mono_ms: n.mono_ms + 11,
             ..n
         };
-        assert!(matches!(t.lookup(1, b"k", later), Found::Expired));
+        assert!(matches!(t.lookup(h, b"k", later), Found::Expired));
         assert_eq!(t.len(), 0);
         assert_eq!(t.expires(), 0);
     }
 
     #[test]
     fn sweep_removes_only_passed_keys() {
-        let mut t = filled(0, 5000);
+        let (mut t, keys) = filled(0, 5000);
         let n = now();
-        for i in (0..5000).step_by(2) {
-            let key = format!("key:{i}");
+        for key in keys.iter().step_by(2) {
             t.set_deadline(
                 hash_of(key.as_bytes()),
                 key.as_bytes(),
@@ -598,5 +610,105 @@ mod tests {
         assert_eq!(removed.len(), 2500);
         assert_eq!(t.len(), 2500);
         assert_eq!(t.expires(), 0);
+    }
+
+    mod model {
+        use super::*;
+        use proptest::prelude::*;
+        use std::collections::HashMap;
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Insert { key: usize, len: u8, timed: bool },
+            Remove { key: usize },
+            SetDeadline { key: usize, timed: bool },
+            Get { key: usize },
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            // Keys from a pool larger than a segment, so runs of inserts split segments.
+            let key = 0..4000usize;
+            prop_oneof![
+                4 => (key.clone(), any::<u8>(), any::<bool>())
+                    .prop_map(|(key, len, timed)| Op::Insert { key, len, timed }),
+                1 => key.clone().prop_map(|key| Op::Remove { key }),
+                1 => (key.clone(), any::<bool>()).prop_map(|(key, timed)| Op::SetDeadline { key, timed }),
+                1 => key.prop_map(|key| Op::Get { key }),
+            ]
+        }
+
+        /// Key names of many lengths (0 to 69 bytes), so slots of several sizes are made.
+        fn name(key: usize) -> Vec<u8> {
+            let mut name = format!("{key}:").into_bytes();
+            name.resize(name.len() + key % 67, b'k');
+            name
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(24))]
+            #[test]
+            fn a_table_agrees_with_a_map(ops in proptest::collection::vec(op(), 5000..7000)) {
+                let n = now();
+                let later = Deadline::after(n, 1_000_000);
+                let mut table = Table::new(3, hasher());
+                let mut model: HashMap<Vec<u8>, (Value, Option<Deadline>)> = HashMap::new();
+                for op in ops {
+                    match op {
+                        Op::Insert { key, len, timed } => {
+                            let key = name(key);
+                            let value = Value::Str(vec![len; len as usize]);
+                            let deadline = if timed { later } else { None };
+                            let entry = Entry { value: value.clone(), deadline };
+                            let old = table.insert(hash_of(&key), &key, entry, 1);
+                            let expected = model.insert(key, (value, deadline));
+                            prop_assert_eq!(old.map(|e| (e.value, e.deadline)), expected);
+                        }
+                        Op::Remove { key } => {
+                            let key = name(key);
+                            let old = table.remove(hash_of(&key), &key).map(Slot::into_entry);
+                            let expected = model.remove(&key);
+                            prop_assert_eq!(old.map(|e| (e.value, e.deadline)), expected);
+                        }
+                        Op::SetDeadline { key, timed } => {
+                            let key = name(key);
+                            let deadline = if timed { later } else { None };
+                            let found = table.set_deadline(hash_of(&key), &key, deadline);
+                            let expected = match model.get_mut(&key) {
+                                Some(stored) => {
+                                    stored.1 = deadline;
+                                    true
+                                }
+                                None => false,
+                            };
+                            prop_assert_eq!(found, expected);
+                        }
+                        Op::Get { key } => {
+                            let key = name(key);
+                            let got = table
+                                .get(hash_of(&key), &key)
+                                .map(|s| (s.key().to_vec(), s.value().clone(), s.deadline()));
+                            let expected = model
+                                .get(&key)
+                                .map(|(v, d)| (key.clone(), v.clone(), *d));
+                            prop_assert_eq!(got, expected);
+                        }
+                    }
+                }
+                prop_assert_eq!(table.len(), model.len());
+                let timed = model.values().filter(|(_, d)| d.is_some()).count();
+                prop_assert_eq!(table.expires(), timed);
+                let mut seen = 0;
+                for slot in table.iter() {
+                    let (value, deadline) = &model[slot.key()];
+                    prop_assert_eq!(slot.value(), value);
+                    prop_assert_eq!(slot.deadline(), *deadline);
+                    seen += 1;
+                }
+                prop_assert_eq!(seen, model.len());
+                prop_assert!(table.segments.len() > 1, "no split happened");
+                let copy = table.clone();
+                prop_assert_eq!(copy.iter().count(), model.len());
+            }
+        }
     }
 }

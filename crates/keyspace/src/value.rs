@@ -143,13 +143,12 @@ impl Value {
     }
 }
 
-/// One key's value with its metadata.
+/// One key's value with its deadline (32 bytes). The access time (`OBJECT IDLETIME`) is kept
+/// next to it in the key's [`Slot`](crate::Slot).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
     pub value: Value,
     pub deadline: Option<Deadline>,
-    /// Seconds on the keyspace clock when the key was last read or written (`OBJECT IDLETIME`).
-    pub access_s: u32,
 }
 
 impl Entry {
@@ -157,7 +156,6 @@ impl Entry {
         Entry {
             value,
             deadline: None,
-            access_s: 0,
         }
     }
 }

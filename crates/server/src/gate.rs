@@ -50,6 +50,7 @@ pub enum Outcome {
 /// find them, at most [`PREFETCH_KEYS`] per batch.
 pub fn prefetch(server: &Server, client: &Client, batch: &[Vec<Bytes>]) {
     let mut hashes = [0u64; PREFETCH_KEYS];
+    let mut keys: [&[u8]; PREFETCH_KEYS] = [&[]; PREFETCH_KEYS];
     let mut count = 0;
     let table = table();
     for args in batch {
@@ -68,12 +69,17 @@ pub fn prefetch(server: &Server, client: &Client, batch: &[Vec<Bytes>]) {
         let _ = crate::spec::visit_keys(command.spec, args, |at, _| {
             if count < PREFETCH_KEYS {
                 hashes[count] = server.keyspace.prefetch(client.db, &args[at]);
+                keys[count] = &args[at];
                 count += 1;
             }
         });
     }
+    // Each step reads what the one before started loading: bucket, slot, string value.
     for hash in &hashes[..count] {
         server.keyspace.prefetch_contents(client.db, *hash);
+    }
+    for (hash, key) in hashes[..count].iter().zip(&keys[..count]) {
+        server.keyspace.prefetch_value(client.db, *hash, key);
     }
 }
 

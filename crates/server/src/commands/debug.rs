@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
-use latch_keyspace::{Entry, Locked, Value};
+use latch_keyspace::{Locked, Value};
 
 use super::client::{help_reply, subcommand_syntax_error};
 use super::{err, is, parse_f64, parse_i64, Ctx};
@@ -141,26 +141,25 @@ fn serialized_length(value: &Value) -> usize {
 
 fn describe_object(keys: &mut Locked<'_>, db: usize, key: &[u8]) -> Option<String> {
     let now = keys.now();
-    let touch = keys.touch;
-    keys.touch = false;
-    let entry: Option<Entry> = keys.get(db, key).cloned();
-    keys.touch = touch;
-    let entry = entry?;
-    let encoding = entry.value.encoding();
+    let slot = keys.get_slot_untouched(db, key)?;
+    let access_s = slot.access_s();
+    let value = slot.value();
+    let encoding = value.encoding();
     // Redis shares the objects of small integers; they show the "immortal" count.
     let shared_integer = encoding == "int"
-        && match &entry.value {
+        && match value {
             Value::Str(bytes) => super::parse_i64(bytes).is_some_and(|n| (0..10_000).contains(&n)),
             _ => false,
         };
     let refcount = if shared_integer { i32::MAX as i64 } else { 1 };
-    let idle_s = (now.mono_ms / 1000).saturating_sub(entry.access_s as u64);
+    let idle_s = (now.mono_ms / 1000).saturating_sub(access_s as u64);
     let lru_clock = (now.wall_s() as u64) & ((1 << 24) - 1);
     let lru = lru_clock.wrapping_sub(idle_s) & ((1 << 24) - 1);
+    let serialized = serialized_length(value);
     let address = 0x7f00_0000_0000u64 | (keys.keyspace().hash(key) & 0xff_ffff_fff0);
     Some(format!(
         "Value at:0x{address:x} refcount:{refcount} encoding:{encoding} serializedlength:{} lru:{lru} lru_seconds_idle:{idle_s}",
-        serialized_length(&entry.value)
+        serialized
     ))
 }
 

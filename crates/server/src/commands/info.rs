@@ -825,7 +825,7 @@ fn keyspace_lines(keys: &mut Locked<'_>) -> String {
         let mut ttl_count: i128 = 0;
         if expires > 0 {
             keys.scan(db, 0, AVG_TTL_SAMPLE, &mut |slot| {
-                if let Some(deadline) = slot.entry.deadline {
+                if let Some(deadline) = slot.deadline() {
                     ttl_sum += deadline.remaining_ms(now).max(0) as i128;
                     ttl_count += 1;
                 }

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
-use latch_keyspace::{Entry, Value};
+use latch_keyspace::Value;
 
 use super::client::{help_reply, subcommand_syntax_error};
 use super::info::{memory_figures, with_whole_keyspace};
@@ -703,11 +703,11 @@ fn sds_header(len: usize) -> usize {
 
 /// Redis' estimate for a key and its value: the value object, the key string and the
 /// hash table entry, each rounded to the allocator's size classes.
-pub fn estimate_key_bytes(key: &[u8], entry: &Entry) -> usize {
+pub fn estimate_key_bytes(key: &[u8], value: &Value) -> usize {
     const OBJECT_HEADER: usize = 16;
     const TABLE_ENTRY: usize = 24;
-    let value = match &entry.value {
-        Value::Str(bytes) => match entry.value.encoding() {
+    let value = match value {
+        Value::Str(bytes) => match value.encoding() {
             "int" => OBJECT_HEADER,
             "embstr" => allocation_size(OBJECT_HEADER + 3 + bytes.len() + 1),
             _ => OBJECT_HEADER + allocation_size(sds_header(bytes.len()) + bytes.len() + 1),
@@ -746,7 +746,7 @@ fn memory_usage(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let size = ctx
         .keys
         .get(db, &args[2])
-        .map(|entry| estimate_key_bytes(&args[2], entry));
+        .map(|value| estimate_key_bytes(&args[2], value));
     let expired = ctx.keys.effects.expired;
     ctx.keys.touch = touch;
     ctx.keys.effects = latch_keyspace::Effects { expired, ..effects };

@@ -263,7 +263,7 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], readonly: bool) {
         return;
     };
     let db = ctx.db();
-    let (kind, mut elements) = match ctx.keys.get(db, &args[1]).map(|e| &e.value) {
+    let (kind, mut elements) = match ctx.keys.get(db, &args[1]).map(|v| &*v) {
         None => (Kind::List, Vec::new()),
         Some(Value::List(items)) => (Kind::List, items.iter().cloned().collect()),
         Some(Value::Set(members)) => (
@@ -462,7 +462,7 @@ fn lookup_by_pattern(
     key.extend_from_slice(&pattern[..star]);
     key.extend_from_slice(element);
     key.extend_from_slice(&pattern[star + 1..key_end]);
-    match (keys.get(db, &key).map(|e| &e.value), field) {
+    match (keys.get(db, &key).map(|v| &*v), field) {
         (Some(Value::Str(value)), None) => Some(value.clone()),
         (Some(Value::Hash(fields)), Some((_, name))) => fields.get(name).cloned(),
         _ => None,

@@ -95,7 +95,7 @@ fn write_rdb_to(server: &Server, cut: &Cut, temp: &Path, aof_base: bool) -> anyh
                 continue;
             }
             for slot in table.iter() {
-                let expire = match slot.entry.deadline {
+                let expire = match slot.deadline() {
                     // Keys already past their deadline at the cut are not saved.
                     Some(deadline) if deadline.is_passed(now) => continue,
                     Some(deadline) => Some(deadline.unix_ms(now)),
@@ -106,7 +106,7 @@ fn write_rdb_to(server: &Server, cut: &Cut, temp: &Path, aof_base: bool) -> anyh
                     writer.select_db(db as u64, keys as u64, expires as u64)?;
                     selected = Some(db);
                 }
-                writer.key(&slot.key, &slot.entry.value, expire)?;
+                writer.key(slot.key(), slot.value(), expire)?;
             }
         }
     }

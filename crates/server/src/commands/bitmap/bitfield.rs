@@ -338,7 +338,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], read_only_command: bo
         // Only reads: a missing key reads as zeros.
         let results: Vec<Option<i64>> = match ctx.keys.get(db, key) {
             None => ops.iter().map(|op| Some(read_op(&[], op))).collect(),
-            Some(entry) => match string_of(&entry.value) {
+            Some(entry) => match string_of(entry) {
                 Some(bytes) => ops.iter().map(|op| Some(read_op(bytes, op))).collect(),
                 None => {
                     ctx.reply.error(err::WRONGTYPE);

@@ -60,7 +60,7 @@ fn bitop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     for (index, key) in args[3..].iter().enumerate() {
         let source: &[u8] = match ctx.keys.get(db, key) {
             None => &[],
-            Some(entry) => match string_of(&entry.value) {
+            Some(entry) => match string_of(entry) {
                 Some(bytes) => bytes,
                 None => {
                     ctx.reply.error(err::WRONGTYPE);

@@ -162,7 +162,7 @@ fn getbit(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.integer(0);
         return;
     };
-    let Some(bytes) = string_of(&entry.value) else {
+    let Some(bytes) = string_of(entry) else {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };
@@ -305,7 +305,7 @@ fn bitcount(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.integer(0);
         return;
     };
-    let Some(bytes) = string_of(&entry.value) else {
+    let Some(bytes) = string_of(entry) else {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };
@@ -357,7 +357,7 @@ fn bitpos(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.integer(if bit { -1 } else { 0 });
         return;
     };
-    let Some(bytes) = string_of(&entry.value) else {
+    let Some(bytes) = string_of(entry) else {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };

@@ -103,7 +103,7 @@ fn write_bits<R>(
     let needed_len = (max_bit >> 3) + 1;
     match ctx.keys.get(db, key) {
         Some(entry) => {
-            let Some(bytes) = string_mut(&mut entry.value) else {
+            let Some(bytes) = string_mut(entry) else {
                 ctx.reply.error(err::WRONGTYPE);
                 return None;
             };

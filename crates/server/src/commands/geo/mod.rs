@@ -29,7 +29,7 @@ fn zset_at<'a>(
     db: usize,
     key: &[u8],
 ) -> Result<Option<&'a mut SortedSet>, WrongType> {
-    match keys.get(db, key).map(|entry| &mut entry.value) {
+    match keys.get(db, key) {
         None => Ok(None),
         Some(Value::ZSet(set)) => Ok(Some(set)),
         Some(

@@ -222,7 +222,7 @@ pub(super) fn read<'a>(
 ) -> Result<Option<&'a Fields>, ()> {
     match keys.get(db, key) {
         None => Ok(None),
-        Some(entry) => match hash_of(&entry.value) {
+        Some(entry) => match hash_of(entry) {
             Some(fields) => Ok(Some(fields)),
             None => {
                 reply.error(err::WRONGTYPE);
@@ -265,7 +265,7 @@ fn hdel(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.integer(0);
         return;
     };
-    let Some(fields) = hash_mut(&mut entry.value) else {
+    let Some(fields) = hash_mut(entry) else {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };

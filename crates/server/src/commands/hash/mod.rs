@@ -66,6 +66,5 @@ fn hash_for_write<'a>(
     if !keys.exists(db, key) {
         keys.set(db, key, Value::Hash(Box::default()), None);
     }
-    keys.get(db, key)
-        .and_then(|entry| hash_mut(&mut entry.value))
+    keys.get(db, key).and_then(|entry| hash_mut(entry))
 }

@@ -165,7 +165,7 @@ fn hscan(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         reply_scan(ctx.reply, 0, &[]);
         return;
     };
-    let Some(fields) = hash_of(&entry.value) else {
+    let Some(fields) = hash_of(entry) else {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };
@@ -173,7 +173,7 @@ fn hscan(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         return;
     };
     let pairs = fields.iter().map(|(f, v)| (&f[..], &v[..]));
-    let (next, chosen) = if scans_whole(&entry.value) {
+    let (next, chosen) = if scans_whole(entry) {
         (0, pairs.collect())
     } else {
         walk(pairs, |(field, _)| field, cursor, options.count)

@@ -104,7 +104,7 @@ fn exists(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 fn type_of(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     let name = match ctx.keys.get_untouched(db, &args[1]) {
-        Some(entry) => entry.value.kind().name(),
+        Some(value) => value.kind().name(),
         None => "none",
     };
     ctx.reply.simple(name.as_bytes());

@@ -72,7 +72,7 @@ fn dump(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     match ctx.keys.get(db, &args[1]) {
         Some(entry) => {
-            let payload = dump_payload(&entry.value);
+            let payload = dump_payload(entry);
             ctx.reply.bulk(&payload);
         }
         None => ctx.reply.null(),
@@ -193,11 +193,11 @@ fn restore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let mut entry = Entry::new(value);
     entry.deadline = deadline;
     let now_s = (now.mono_ms / 1000) as i64;
-    entry.access_s = match options.idle_s {
+    let access_s = match options.idle_s {
         Some(idle_s) => (now_s - idle_s).max(0) as u32,
         None => now_s as u32,
     };
-    ctx.keys.put_entry(db, key, entry);
+    ctx.keys.put_entry_accessed(db, key, entry, access_s);
     ctx.keys.signal_modified(db, key);
     if let (Some(unix_ms), false) = (unix_ms, options.absolute) {
         ctx.propagate_with(|| {

@@ -277,8 +277,8 @@ fn set_expiry(ctx: &mut Ctx<'_, '_>, args: &[Bytes], base: Base, unit_ms: i64, n
     let db = ctx.db();
     let Some(current_ms) = ctx
         .keys
-        .get(db, &args[1])
-        .map(|entry| entry.deadline.map(|deadline| deadline.unix_ms(now)))
+        .get_slot(db, &args[1])
+        .map(|slot| slot.deadline().map(|deadline| deadline.unix_ms(now)))
     else {
         ctx.reply.integer(0);
         return;
@@ -356,11 +356,11 @@ fn pexpiretime(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 fn report_ttl(ctx: &mut Ctx<'_, '_>, args: &[Bytes], report: Report) {
     let now = ctx.now();
     let db = ctx.db();
-    let Some(entry) = ctx.keys.get_untouched(db, &args[1]) else {
+    let Some(slot) = ctx.keys.get_slot_untouched(db, &args[1]) else {
         ctx.reply.integer(-2);
         return;
     };
-    let Some(deadline) = entry.deadline else {
+    let Some(deadline) = slot.deadline() else {
         ctx.reply.integer(-1);
         return;
     };
@@ -380,8 +380,8 @@ fn persist(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     let had_deadline = ctx
         .keys
-        .get(db, &args[1])
-        .is_some_and(|entry| entry.deadline.is_some());
+        .get_slot(db, &args[1])
+        .is_some_and(|slot| slot.deadline().is_some());
     if !had_deadline {
         ctx.reply.integer(0);
         return;

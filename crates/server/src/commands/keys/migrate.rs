@@ -396,11 +396,11 @@ fn migrate(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let now = ctx.now();
     let mut restores: Vec<(Bytes, i64, Vec<u8>)> = Vec::new();
     for key in options.keys {
-        if let Some(entry) = ctx.keys.get(db, key) {
-            let ttl_ms = entry
-                .deadline
+        if let Some(slot) = ctx.keys.get_slot(db, key) {
+            let ttl_ms = slot
+                .deadline()
                 .map_or(0, |deadline| deadline.remaining_ms(now).max(1));
-            restores.push((key.clone(), ttl_ms, dump_payload(&entry.value)));
+            restores.push((key.clone(), ttl_ms, dump_payload(slot.value())));
         }
     }
     if restores.is_empty() {

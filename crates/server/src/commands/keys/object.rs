@@ -4,7 +4,7 @@
 //! asking about a key's idle time does not reset it.
 
 use bytes::Bytes;
-use latch_keyspace::{Entry, Value};
+use latch_keyspace::{Slot, Value};
 
 use crate::commands::Ctx;
 use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, KeySpec};
@@ -103,18 +103,19 @@ struct ObjectInfo {
 }
 
 impl ObjectInfo {
-    fn of(entry: &Entry) -> ObjectInfo {
-        let small_integer = match &entry.value {
+    fn of(slot: &Slot) -> ObjectInfo {
+        let value = slot.value();
+        let small_integer = match value {
             Value::Str(bytes) => {
-                entry.value.encoding() == "int"
+                value.encoding() == "int"
                     && latch_keyspace::parse_i64_strict(bytes)
                         .is_some_and(|n| (0..SHARED_INTEGERS).contains(&n))
             }
             _ => false,
         };
         ObjectInfo {
-            encoding: entry.value.encoding(),
-            access_s: entry.access_s,
+            encoding: value.encoding(),
+            access_s: slot.access_s(),
             small_integer,
         }
     }
@@ -125,8 +126,8 @@ fn with_entry(ctx: &mut Ctx<'_, '_>, args: &[Bytes], answer: fn(&mut Ctx<'_, '_>
     let db = ctx.db();
     let Some(info) = ctx
         .keys
-        .get_untouched(db, &args[2])
-        .map(|entry| ObjectInfo::of(entry))
+        .get_slot_untouched(db, &args[2])
+        .map(|slot| ObjectInfo::of(slot))
     else {
         ctx.reply.null();
         return;

@@ -170,8 +170,8 @@ fn copy(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     let Some((value, deadline)) = ctx
         .keys
-        .get(source_db, source)
-        .map(|entry| (entry.value.clone(), entry.deadline))
+        .get_slot(source_db, source)
+        .map(|slot| (slot.value().clone(), slot.deadline()))
     else {
         ctx.reply.integer(0);
         return;

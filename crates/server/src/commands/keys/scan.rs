@@ -59,8 +59,8 @@ fn keys(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let all = pattern == b"*";
     let mut found: Vec<Box<[u8]>> = Vec::new();
     ctx.keys.for_each_key(db, &mut |slot| {
-        if all || glob_match(pattern, &slot.key, false) {
-            found.push(slot.key.clone());
+        if all || glob_match(pattern, slot.key(), false) {
+            found.push(slot.key().into());
         }
     });
     ctx.reply.array(found.len());
@@ -131,15 +131,14 @@ fn scan(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     let mut found: Vec<Box<[u8]>> = Vec::new();
     let next = ctx.keys.scan(db, cursor, count, &mut |slot| {
-        if pattern.is_some_and(|p| !glob_match(p, &slot.key, false)) {
+        if pattern.is_some_and(|p| !glob_match(p, slot.key(), false)) {
             return;
         }
-        if type_name
-            .is_some_and(|t| !t.eq_ignore_ascii_case(slot.entry.value.kind().name().as_bytes()))
+        if type_name.is_some_and(|t| !t.eq_ignore_ascii_case(slot.value().kind().name().as_bytes()))
         {
             return;
         }
-        found.push(slot.key.clone());
+        found.push(slot.key().into());
     });
     ctx.reply.array(2);
     ctx.reply.bulk(next.to_string().as_bytes());

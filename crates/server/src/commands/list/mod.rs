@@ -53,7 +53,7 @@ fn list_at<'a>(
     db: usize,
     key: &[u8],
 ) -> Result<Option<&'a mut List>, WrongType> {
-    match keys.get(db, key).map(|entry| &mut entry.value) {
+    match keys.get(db, key) {
         None => Ok(None),
         Some(Value::List(list)) => Ok(Some(list)),
         Some(
@@ -65,7 +65,7 @@ fn list_at<'a>(
 /// Removes `key` when its list has become empty (Redis never keeps empty collections).
 fn remove_if_empty(keys: &mut Locked<'_>, db: usize, key: &[u8]) {
     let empty = matches!(
-        keys.get_untouched(db, key).map(|e| &e.value),
+        keys.get_untouched(db, key).map(|v| &*v),
         Some(Value::List(list)) if list.is_empty()
     );
     if empty {

@@ -156,7 +156,7 @@ fn sizes(ctx: &mut Ctx<'_, '_>, keys: &[Bytes]) -> Option<Vec<Option<usize>>> {
     for key in keys {
         match ctx.keys.get(db, key) {
             None => sizes.push(None),
-            Some(entry) => match set_of(&entry.value) {
+            Some(entry) => match set_of(entry) {
                 Some(members) => sizes.push(Some(members.len())),
                 None => {
                     ctx.reply.error(err::WRONGTYPE);
@@ -188,7 +188,7 @@ fn intersection(ctx: &mut Ctx<'_, '_>, keys: &[Bytes]) -> Option<Vec<Vec<u8>>> {
     let mut shared: Vec<Vec<u8>> = ctx
         .keys
         .get(db, &keys[smallest])
-        .and_then(|e| set_of(&e.value))
+        .and_then(|e| set_of(e))
         .map(|m| {
             members_in_order(m)
                 .into_iter()
@@ -203,7 +203,7 @@ fn intersection(ctx: &mut Ctx<'_, '_>, keys: &[Bytes]) -> Option<Vec<Vec<u8>>> {
         if key == &keys[smallest] {
             continue;
         }
-        match ctx.keys.get(db, key).and_then(|e| set_of(&e.value)) {
+        match ctx.keys.get(db, key).and_then(|e| set_of(e)) {
             Some(members) => shared.retain(|m| members.contains(m)),
             None => shared.clear(),
         }
@@ -219,7 +219,7 @@ fn union(ctx: &mut Ctx<'_, '_>, keys: &[Bytes]) -> Option<Members> {
     let mut all = Members::new();
     for key in keys {
         if let Some(entry) = ctx.keys.get(db, key) {
-            let Some(members) = set_of(&entry.value) else {
+            let Some(members) = set_of(entry) else {
                 ctx.reply.error(err::WRONGTYPE);
                 return None;
             };
@@ -241,7 +241,7 @@ fn difference(ctx: &mut Ctx<'_, '_>, keys: &[Bytes]) -> Option<Members> {
         let Some(entry) = ctx.keys.get(db, key) else {
             continue;
         };
-        let Some(members) = set_of(&entry.value) else {
+        let Some(members) = set_of(entry) else {
             ctx.reply.error(err::WRONGTYPE);
             return None;
         };

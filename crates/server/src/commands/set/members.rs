@@ -129,7 +129,7 @@ fn sadd(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let key = &args[1][..];
     let added = match ctx.keys.get(db, key) {
         Some(entry) => {
-            let Some(members) = set_mut(&mut entry.value) else {
+            let Some(members) = set_mut(entry) else {
                 ctx.reply.error(err::WRONGTYPE);
                 return;
             };
@@ -162,7 +162,7 @@ fn srem(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.integer(0);
         return;
     };
-    let Some(members) = set_mut(&mut entry.value) else {
+    let Some(members) = set_mut(entry) else {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };
@@ -186,7 +186,7 @@ fn smembers(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.set(0);
         return;
     };
-    let Some(members) = set_of(&entry.value) else {
+    let Some(members) = set_of(entry) else {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };
@@ -198,7 +198,7 @@ fn scard(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     match ctx
         .keys
         .get(db, &args[1])
-        .map(|e| set_of(&e.value).map(|m| m.len()))
+        .map(|e| set_of(e).map(|m| m.len()))
     {
         None => ctx.reply.integer(0),
         Some(None) => ctx.reply.error(err::WRONGTYPE),
@@ -212,7 +212,7 @@ fn sismember(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     match ctx
         .keys
         .get(db, &args[1])
-        .map(|e| set_of(&e.value).map(|m| m.contains(member)))
+        .map(|e| set_of(e).map(|m| m.contains(member)))
     {
         None => ctx.reply.integer(0),
         Some(None) => ctx.reply.error(err::WRONGTYPE),
@@ -226,7 +226,7 @@ fn smismember(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let empty = Members::new();
     let members = match ctx.keys.get(db, &args[1]) {
         None => &empty,
-        Some(entry) => match set_of(&entry.value) {
+        Some(entry) => match set_of(entry) {
             Some(members) => members,
             None => {
                 ctx.reply.error(err::WRONGTYPE);
@@ -250,12 +250,12 @@ fn smove(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             ctx.reply.integer(0);
             return;
         }
-        Some(entry) => set_of(&entry.value).is_some(),
+        Some(entry) => set_of(entry).is_some(),
     };
     let destination_ok = ctx
         .keys
         .get(db, destination)
-        .is_none_or(|e| set_of(&e.value).is_some());
+        .is_none_or(|e| set_of(e).is_some());
     if !source_is_set || !destination_ok {
         ctx.reply.error(err::WRONGTYPE);
         return;
@@ -264,12 +264,12 @@ fn smove(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         let found = ctx
             .keys
             .get(db, source)
-            .and_then(|e| set_of(&e.value))
+            .and_then(|e| set_of(e))
             .is_some_and(|m| m.contains(member));
         ctx.reply.integer(i64::from(found));
         return;
     }
-    let Some(members) = ctx.keys.get(db, source).and_then(|e| set_mut(&mut e.value)) else {
+    let Some(members) = ctx.keys.get(db, source).and_then(|e| set_mut(e)) else {
         ctx.reply.integer(0);
         return;
     };
@@ -281,11 +281,7 @@ fn smove(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.keys.remove(db, source);
     }
     ctx.keys.signal_modified(db, source);
-    let added = match ctx
-        .keys
-        .get(db, destination)
-        .and_then(|e| set_mut(&mut e.value))
-    {
+    let added = match ctx.keys.get(db, destination).and_then(|e| set_mut(e)) {
         Some(members) => members.insert(member.to_vec()),
         None => {
             let members: Members = std::iter::once(member.to_vec()).collect();

@@ -115,7 +115,7 @@ fn srandmember(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
         return;
     };
-    let Some(members) = set_of(&entry.value) else {
+    let Some(members) = set_of(entry) else {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };
@@ -184,7 +184,7 @@ fn spop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
         return;
     };
-    let Some(members) = set_mut(&mut entry.value) else {
+    let Some(members) = set_mut(entry) else {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };

@@ -176,14 +176,14 @@ fn sscan(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         reply_scan(ctx.reply, 0, &[]);
         return;
     };
-    let Some(members) = set_of(&entry.value) else {
+    let Some(members) = set_of(entry) else {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };
     let Some(options) = parse_options(ctx.reply, &args[3..]) else {
         return;
     };
-    let (next, chosen) = if scans_whole(&entry.value) {
+    let (next, chosen) = if scans_whole(entry) {
         (0, members_in_order(members))
     } else {
         walk(members.iter().map(|m| &m[..]), |m| m, cursor, options.count)

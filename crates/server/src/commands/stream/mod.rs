@@ -50,7 +50,7 @@ fn stream_at<'a>(
     db: usize,
     key: &[u8],
 ) -> Result<Option<&'a mut Stream>, WrongType> {
-    match keys.get(db, key).map(|entry| &mut entry.value) {
+    match keys.get(db, key) {
         None => Ok(None),
         Some(Value::Stream(stream)) => Ok(Some(stream)),
         Some(_) => Err(WrongType),

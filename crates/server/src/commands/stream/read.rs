@@ -236,7 +236,7 @@ fn read_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], group_form: bool) {
     // Every key, group and ID is checked before anything is served.
     let mut after: Vec<StreamId> = Vec::with_capacity(parsed.streams);
     for (key, id_arg) in keys.iter().zip(id_args) {
-        let stream = match ctx.keys.get(db, key).map(|e| &e.value) {
+        let stream = match ctx.keys.get(db, key).map(|v| &*v) {
             None => None,
             Some(Value::Stream(stream)) => Some(stream),
             // A blocked XREAD waits on through a key of another type (as in Redis); a blocked
@@ -296,7 +296,7 @@ fn read_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], group_form: bool) {
     let mut served = Deferred::new(ctx.reply);
     let mut changed = Vec::new();
     for (key, &id) in keys.iter().zip(&after) {
-        let Some(Value::Stream(stream)) = ctx.keys.get(db, key).map(|e| &mut e.value) else {
+        let Some(Value::Stream(stream)) = ctx.keys.get(db, key) else {
             continue;
         };
         let out = &mut served.scratch;

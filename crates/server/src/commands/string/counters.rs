@@ -107,7 +107,7 @@ fn add_integer(ctx: &mut Ctx<'_, '_>, key: &[u8], increment: i64) {
             value
         }
         Some(entry) => {
-            let Some(bytes) = super::string_mut(&mut entry.value) else {
+            let Some(bytes) = super::string_mut(entry) else {
                 ctx.reply.error(err::WRONGTYPE);
                 return;
             };
@@ -136,7 +136,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     // Order as in Redis: type, then the stored number, then the increment.
     let current = match &entry {
         None => Some(Number::Finite(LongDouble::ZERO)),
-        Some(entry) => match string_of(&entry.value) {
+        Some(entry) => match string_of(entry) {
             None => {
                 ctx.reply.error(err::WRONGTYPE);
                 return;
@@ -165,7 +165,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let logged = Bytes::from(text.clone());
     match entry {
         // Rewritten in place: the TTL stays, as with Redis' dbOverwrite.
-        Some(entry) => entry.value = Value::Str(text),
+        Some(value) => *value = Value::Str(text),
         None => {
             ctx.keys.set(db, key, Value::Str(text), None);
         }

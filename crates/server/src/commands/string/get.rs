@@ -116,11 +116,12 @@ fn getex(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let now = ctx.now();
     let key = &args[1][..];
     // Order as in Redis: a missing key answers nil before the expiry value is looked at.
-    let Some(entry) = ctx.keys.get(db, key) else {
+    let Some(slot) = ctx.keys.get_slot(db, key) else {
         ctx.reply.null();
         return;
     };
-    let Some(bytes) = string_of(&entry.value) else {
+    let had_deadline = slot.deadline().is_some();
+    let Some(bytes) = string_of(slot.value()) else {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };
@@ -133,7 +134,6 @@ fn getex(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     };
     // Reply before the TTL change, which may delete the key.
     ctx.reply.bulk(bytes);
-    let had_deadline = entry.deadline.is_some();
     // Never logged as GETEX (which would be relative to the time of a replay) but as the
     // change it made, as Redis does.
     let logged: &'static [u8] = match deadline {
@@ -173,11 +173,7 @@ fn mget(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let keys = &args[1..];
     ctx.reply.array(keys.len());
     for key in keys {
-        match ctx
-            .keys
-            .get(db, key)
-            .and_then(|entry| string_of(&entry.value))
-        {
+        match ctx.keys.get(db, key).and_then(|entry| string_of(entry)) {
             Some(bytes) => ctx.reply.bulk(bytes),
             None => ctx.reply.null(),
         }

@@ -50,7 +50,7 @@ fn string_or_empty(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<Vec<u8>, ()> {
     let db = ctx.db();
     match ctx.keys.get(db, key) {
         None => Ok(Vec::new()),
-        Some(entry) => string_of(&entry.value).cloned().ok_or(()),
+        Some(entry) => string_of(entry).cloned().ok_or(()),
     }
 }
 

@@ -16,7 +16,7 @@ pub(crate) mod long_double;
 mod ranges;
 mod set;
 
-use latch_keyspace::{Deadline, Entry, Now, Value};
+use latch_keyspace::{Deadline, Now, Value};
 use latch_protocol::Reply;
 
 use super::{err, is, parse_i64};
@@ -63,15 +63,15 @@ fn string_mut(value: &mut Value) -> Option<&mut Vec<u8>> {
     }
 }
 
-/// What GET answers for `entry`: its bytes, a null when there is no key, or WRONGTYPE.
+/// What GET answers for `value`: its bytes, a null when there is no key, or WRONGTYPE.
 /// Returns false after WRONGTYPE (Redis' `getGenericCommand` failing).
-fn reply_string(reply: &mut Reply, entry: Option<&Entry>) -> bool {
-    match entry {
+fn reply_string(reply: &mut Reply, value: Option<&Value>) -> bool {
+    match value {
         None => {
             reply.null();
             true
         }
-        Some(entry) => match string_of(&entry.value) {
+        Some(value) => match string_of(value) {
             Some(bytes) => {
                 reply.bulk(bytes);
                 true

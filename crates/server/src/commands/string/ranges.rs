@@ -92,7 +92,7 @@ fn append(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             addition.len()
         }
         Some(entry) => {
-            let Some(bytes) = string_mut(&mut entry.value) else {
+            let Some(bytes) = string_mut(entry) else {
                 ctx.reply.error(err::WRONGTYPE);
                 return;
             };
@@ -117,7 +117,7 @@ fn strlen(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     match ctx.keys.get(db, &args[1]) {
         None => ctx.reply.integer(0),
-        Some(entry) => match string_of(&entry.value) {
+        Some(entry) => match string_of(entry) {
             Some(bytes) => ctx.reply.integer(bytes.len() as i64),
             None => ctx.reply.error(err::WRONGTYPE),
         },
@@ -136,7 +136,7 @@ fn getrange(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.bulk(b"");
         return;
     };
-    let Some(bytes) = string_of(&entry.value) else {
+    let Some(bytes) = string_of(entry) else {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };
@@ -200,7 +200,7 @@ fn setrange(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             new_len
         }
         Some(entry) => {
-            let Some(bytes) = string_mut(&mut entry.value) else {
+            let Some(bytes) = string_mut(entry) else {
                 ctx.reply.error(err::WRONGTYPE);
                 return;
             };

@@ -1,7 +1,7 @@
 //! Writing strings: SET (and its older forms SETNX, SETEX, PSETEX, GETSET), MSET, MSETNX.
 
 use bytes::Bytes;
-use latch_keyspace::Value;
+use latch_keyspace::{Slot, Value};
 
 use super::{expire_deadline, opt, parse_extended, reply_string, OptionsOf};
 use crate::commands::{arity_error, err, is, Ctx};
@@ -210,13 +210,13 @@ fn set_generic(
         },
         None => None,
     };
-    let existing = ctx.keys.get(db, key);
-    if flags & opt::GET != 0 && !reply_string(ctx.reply, existing.as_deref()) {
+    let existing = ctx.keys.get_slot(db, key);
+    if flags & opt::GET != 0 && !reply_string(ctx.reply, existing.as_deref().map(Slot::value)) {
         return;
     }
     let found = existing.is_some();
     let kept_deadline = if flags & opt::KEEPTTL != 0 {
-        existing.and_then(|entry| entry.deadline)
+        existing.and_then(|slot| slot.deadline())
     } else {
         None
     };

@@ -97,7 +97,7 @@ fn read_inputs(ctx: &mut Ctx<'_, '_>, keys: &[Bytes]) -> Option<Vec<Input>> {
     let db = ctx.db();
     let mut inputs = Vec::with_capacity(keys.len());
     for key in keys {
-        let members = match ctx.keys.get(db, key).map(|e| &e.value) {
+        let members = match ctx.keys.get(db, key).map(|v| &*v) {
             None => Vec::new(),
             Some(Value::ZSet(set)) => set.iter().map(|(m, s)| (m.to_vec(), s)).collect(),
             Some(Value::Set(members)) => members.iter().map(|m| (m.clone(), 1.0)).collect(),

@@ -34,7 +34,7 @@ fn zset_at<'a>(
     db: usize,
     key: &[u8],
 ) -> Result<Option<&'a mut SortedSet>, WrongType> {
-    match keys.get(db, key).map(|entry| &mut entry.value) {
+    match keys.get(db, key) {
         None => Ok(None),
         Some(Value::ZSet(set)) => Ok(Some(set)),
         Some(
@@ -46,7 +46,7 @@ fn zset_at<'a>(
 /// Removes `key` when its sorted set has become empty (Redis never keeps empty collections).
 fn remove_if_empty(keys: &mut Locked<'_>, db: usize, key: &[u8]) {
     let empty = matches!(
-        keys.get_untouched(db, key).map(|e| &e.value),
+        keys.get_untouched(db, key).map(|v| &*v),
         Some(Value::ZSet(set)) if set.is_empty()
     );
     if empty {

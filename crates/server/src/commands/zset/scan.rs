@@ -18,7 +18,7 @@ pub(super) fn zscan(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         return;
     };
     let db = ctx.db();
-    let (set, small) = match ctx.keys.get(db, &args[1]).map(|e| &e.value) {
+    let (set, small) = match ctx.keys.get(db, &args[1]).map(|v| &*v) {
         None => {
             ctx.reply.array(2);
             ctx.reply.bulk(b"0");
