@@ -1522,6 +1522,8 @@ struct HotValues {
     maxmemory: AtomicU64,
     min_replicas_to_write: AtomicU64,
     min_replicas_max_lag: AtomicU64,
+    /// Read by every script run.
+    busy_reply_threshold_ms: AtomicU64,
 }
 
 /// The server's options: shared, read often, changed by CONFIG SET.
@@ -1794,11 +1796,13 @@ impl Config {
             self.get_i64("min-replicas-max-lag").max(0) as u64,
             Ordering::Relaxed,
         );
+        hot.busy_reply_threshold_ms
+            .store(self.unsigned("busy-reply-threshold"), Ordering::Relaxed);
     }
 
     /// Milliseconds a script may run before others get BUSY replies.
     pub fn busy_reply_threshold_ms(&self) -> u64 {
-        self.unsigned("busy-reply-threshold")
+        self.hot.busy_reply_threshold_ms.load(Ordering::Relaxed)
     }
 
     /// `restart-delay`: milliseconds of refused writes after an unclean shutdown.

@@ -210,7 +210,7 @@ fn new_module(lua: &Lua, next: Function) -> mlua::Result<Table> {
 fn library_function<R, F>(lua: &Lua, body: F) -> mlua::Result<Function>
 where
     R: IntoLuaMulti,
-    F: Fn(&Lua, Variadic<Value>) -> mlua::Result<R> + Send + 'static,
+    F: Fn(&Lua, Variadic<Value>) -> mlua::Result<R> + 'static,
 {
     lua.create_function(move |lua, args: Variadic<Value>| {
         body(lua, args).map_err(|error| match error {
