@@ -570,14 +570,15 @@ impl Engine {
     ) -> mlua::Result<(MultiValue, u8)> {
         let lua = &self.lua;
         let private = &self.sandbox.private;
+        let names = &self.sandbox.names;
         let keys_table = string_array(lua, keys)?;
         let args_table = string_array(lua, args)?;
         if options.eval {
-            self.sandbox.safe.raw_set("KEYS", keys_table.clone())?;
-            self.sandbox.safe.raw_set("ARGV", args_table.clone())?;
+            self.sandbox.safe.raw_set(&names.keys, &keys_table)?;
+            self.sandbox.safe.raw_set(&names.argv, &args_table)?;
         }
-        private.raw_set("resp", 2)?;
-        private.raw_set("running", true)?;
+        private.raw_set(&names.resp, 2)?;
+        private.raw_set(&names.running, true)?;
         self.run.threshold_ms.store(
             ctx.server.config.busy_reply_threshold_ms(),
             Ordering::Relaxed,
@@ -594,7 +595,7 @@ impl Engine {
         let mut dispatch = |lua: &Lua, kind: HostCall, words: MultiValue| -> mlua::Result<Value> {
             match kind {
                 HostCall::Call | HostCall::PCall => {
-                    let resp: u8 = private.raw_get("resp").unwrap_or(2);
+                    let resp: u8 = private.raw_get(&names.resp).unwrap_or(2);
                     let (ok, value) = script_command(lua, ctx, resp, words, rules, &run_state)?;
                     if ok || kind == HostCall::PCall {
                         return Ok(value);
@@ -623,19 +624,19 @@ impl Engine {
         let outcome = {
             let mut dispatch: &mut Dispatch<'_> = &mut dispatch;
             let _active = self.active.enter(&mut dispatch);
-            let runner: Function = private.raw_get("run")?;
+            let runner = &self.sandbox.runner;
             if options.eval {
                 runner.call::<MultiValue>(function.clone())
             } else {
                 runner.call::<MultiValue>((function.clone(), keys_table, args_table))
             }
         };
-        private.raw_set("running", false)?;
+        private.raw_set(&names.running, false)?;
         if options.eval {
-            self.sandbox.safe.raw_set("KEYS", Value::Nil)?;
-            self.sandbox.safe.raw_set("ARGV", Value::Nil)?;
+            self.sandbox.safe.raw_set(&names.keys, Value::Nil)?;
+            self.sandbox.safe.raw_set(&names.argv, Value::Nil)?;
         }
-        let resp: u8 = private.raw_get("resp").unwrap_or(2);
+        let resp: u8 = private.raw_get(&names.resp).unwrap_or(2);
         Ok((outcome?, resp))
     }
 

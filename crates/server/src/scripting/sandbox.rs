@@ -14,7 +14,7 @@
 //! `redis.call` and `redis.pcall` go through `private.call`, which the engine points at the
 //! running script's context for the duration of each run.
 
-use mlua::{Lua, LuaOptions, StdLib, Table, Value};
+use mlua::{Function, Lua, LuaOptions, LuaString, StdLib, Table, Value};
 
 use super::libs;
 
@@ -27,6 +27,18 @@ pub struct Sandbox {
     pub safe: Table,
     /// The environment of every script.
     pub env: Table,
+    /// `private.run`, which calls a script, and the names each run reads or writes, made
+    /// once: looking them up by a Rust `&str` interns the string again on every access.
+    pub runner: Function,
+    pub names: Names,
+}
+
+/// Lua strings for the table fields a run touches.
+pub struct Names {
+    pub resp: LuaString,
+    pub running: LuaString,
+    pub keys: LuaString,
+    pub argv: LuaString,
 }
 
 /// The version Redis scripts see in `redis.REDIS_VERSION` (and INFO reports).
@@ -56,7 +68,23 @@ pub fn build(logger: fn(u8, &str)) -> mlua::Result<(Lua, Sandbox)> {
     let (private, safe, env): (Table, Table, Table) =
         prelude.call((raw, REDIS_VERSION, REDIS_VERSION_NUM))?;
     super::engine::install_random(&lua)?;
-    Ok((lua, Sandbox { private, safe, env }))
+    let runner = private.raw_get("run")?;
+    let names = Names {
+        resp: lua.create_string("resp")?,
+        running: lua.create_string("running")?,
+        keys: lua.create_string("KEYS")?,
+        argv: lua.create_string("ARGV")?,
+    };
+    Ok((
+        lua,
+        Sandbox {
+            private,
+            safe,
+            env,
+            runner,
+            names,
+        },
+    ))
 }
 
 /// `redis.sha1hex`: the lowercase hex SHA1 of a string.
