@@ -3,6 +3,7 @@
 #
 #   bench/compare.sh [--rounds N] [--quick] [--placements "pinned unpinned"]
 #                    [--persistence "off everysec always"] [--no-memory]
+#                    [--rows "SET GET SETNX INCR MSET LOCK RELEASE"]
 #
 # For each placement (pinned: both servers on core 0, redis-benchmark on core 1; unpinned:
 # no taskset) and persistence mode (off, appendfsync everysec, appendfsync always), rounds
@@ -12,7 +13,8 @@
 # The rows: SET, GET, SETNX (random keys), INCR, MSET (10 keys), SET k token NX PX 30000
 # (the lock acquire), and the Lua compare-and-delete release through EVALSHA; at 50 clients
 # with pipeline 1 and 16, and 1 client with pipeline 1. With persistence on, only the write
-# rows at 50 clients, pipeline 1.
+# rows at 50 clients, pipeline 1. `--rows` keeps only the rows named (for a quick look at
+# one row: `--rows RELEASE --placements unpinned --persistence off --no-memory`).
 # Then memory: RSS growth after loading 1M keys (16-byte keys, 32-byte values), per key.
 #
 # Needs redis-server, redis-benchmark, redis-cli (Debian: redis-server, redis-tools) and
@@ -22,6 +24,7 @@ set -euo pipefail
 rounds=3 quick=0 memory=1
 placements="pinned unpinned"
 persistence="off everysec always"
+only_rows=""
 while [[ $# -gt 0 ]]; do
     case $1 in
         --rounds) rounds=$2; shift 2 ;;
@@ -29,6 +32,12 @@ while [[ $# -gt 0 ]]; do
         --placements) placements=$2; shift 2 ;;
         --persistence) persistence=$2; shift 2 ;;
         --no-memory) memory=0; shift ;;
+        --rows)
+            only_rows=$2; shift 2
+            for row in $only_rows; do
+                [[ " SET GET SETNX INCR MSET LOCK RELEASE " == *" $row "* ]] || {
+                    echo "unknown row $row" >&2; exit 2; }
+            done ;;
         *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
     esac
 done
@@ -138,6 +147,10 @@ for placement in $placements; do
     for mode in $persistence; do
         rows=$all_rows cells=$shapes
         if [[ $mode != off ]]; then rows=$write_rows cells=c50-P1; fi
+        if [[ -n $only_rows ]]; then
+            rows=$(for row in $rows; do if [[ " $only_rows " == *" $row "* ]]; then echo "$row"; fi; done)
+            [[ -n $rows ]] || continue
+        fi
         rm -f "$work"/res.*
         for _ in $(seq "$rounds"); do
             for which in redis latch; do
