@@ -405,23 +405,29 @@ async fn connection<S>(
 
 /// Whether tasks are queued to run on this worker after the current one.
 fn others_are_ready() -> bool {
+    let Some(worker) = tokio::runtime::worker_index() else {
+        return false;
+    };
+    with_runtime(|handle| {
+        let metrics = handle.metrics();
+        worker < metrics.num_workers()
+            && (metrics.worker_local_queue_depth(worker) > 0 || metrics.global_queue_depth() > 0)
+    })
+    .unwrap_or(false)
+}
+
+/// Runs `f` with the handle of the runtime this thread belongs to (looked up once per
+/// thread); `None` off any runtime.
+pub(crate) fn with_runtime<R>(f: impl FnOnce(&tokio::runtime::Handle) -> R) -> Option<R> {
     thread_local! {
         static RUNTIME: std::cell::OnceCell<Option<tokio::runtime::Handle>> =
             const { std::cell::OnceCell::new() };
     }
-    let Some(worker) = tokio::runtime::worker_index() else {
-        return false;
-    };
     RUNTIME.with(|runtime| {
         runtime
             .get_or_init(|| tokio::runtime::Handle::try_current().ok())
             .as_ref()
-            .is_some_and(|handle| {
-                let metrics = handle.metrics();
-                worker < metrics.num_workers()
-                    && (metrics.worker_local_queue_depth(worker) > 0
-                        || metrics.global_queue_depth() > 0)
-            })
+            .map(f)
     })
 }
 

@@ -280,17 +280,9 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Whether this thread is the only worker of its runtime (or not a worker at all).
+/// Whether this thread is the only worker of its runtime (or not on a runtime at all).
 fn on_single_worker() -> bool {
-    thread_local! {
-        static SINGLE: std::cell::OnceCell<bool> = const { std::cell::OnceCell::new() };
-    }
-    SINGLE.with(|single| {
-        *single.get_or_init(|| {
-            tokio::runtime::Handle::try_current()
-                .map_or(true, |handle| handle.metrics().num_workers() == 1)
-        })
-    })
+    crate::net::with_runtime(|handle| handle.metrics().num_workers() == 1).unwrap_or(true)
 }
 
 /// At exit: the log written and synced, a final snapshot when save points are set (or
