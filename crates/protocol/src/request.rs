@@ -135,7 +135,13 @@ pub struct RequestParser {
     /// Arguments of the multibulk in progress.
     partial: Vec<Bytes>,
     auth_required: bool,
+    /// Where each argument of a whole multibulk lies (start, length), for the fast path.
+    spans: Vec<(usize, usize)>,
 }
+
+/// Most arguments the one-pass path takes; a longer request takes the resumable path,
+/// so that `spans` stays small.
+const ONE_PASS_MAX_ARGS: usize = 1024;
 
 impl Default for RequestParser {
     fn default() -> Self {
@@ -150,6 +156,7 @@ impl RequestParser {
             state: State::Idle,
             partial: Vec::new(),
             auth_required: false,
+            spans: Vec::new(),
         }
     }
 
@@ -203,6 +210,9 @@ impl RequestParser {
                         return Ok(false);
                     };
                     if first == b'*' {
+                        if self.parse_whole_multibulk(buf, limits, args) {
+                            return Ok(true);
+                        }
                         if !self.parse_multibulk_count(buf, limits)? {
                             return Ok(false);
                         }
@@ -226,6 +236,58 @@ impl RequestParser {
                 }
             }
         }
+    }
+
+    /// The common case in one pass: a multibulk that is wholly in `buf`, with nothing
+    /// unusual about it, is read over the slice and its bytes taken out of the buffer
+    /// once; each argument is a slice of them. False (nothing consumed) when the request
+    /// is not all there yet, or is anything the resumable path must look at: an error,
+    /// an empty or huge count, a number written oddly, a connection that must still
+    /// AUTH. That path then reads it from the start, with Redis' checks and errors.
+    fn parse_whole_multibulk(
+        &mut self,
+        buf: &mut BytesMut,
+        limits: &RequestLimits,
+        args: &mut Vec<Bytes>,
+    ) -> bool {
+        if self.auth_required {
+            return false;
+        }
+        let bytes = &buf[..];
+        let Some((count, mut at)) = plain_number_line(bytes, 1) else {
+            return false;
+        };
+        if count == 0 || count > ONE_PASS_MAX_ARGS as u64 || count > limits.max_multibulk_len {
+            return false;
+        }
+        self.spans.clear();
+        for _ in 0..count {
+            if bytes.get(at) != Some(&b'$') {
+                return false;
+            }
+            let Some((len, data)) = plain_number_line(bytes, at + 1) else {
+                return false;
+            };
+            if len > limits.max_bulk_len {
+                return false;
+            }
+            // Both fit: `len` has at most 18 digits and the bytes are all in memory.
+            let len = len as usize;
+            let Some(end) = data.checked_add(len).filter(|&end| end + 2 <= bytes.len()) else {
+                return false;
+            };
+            self.spans.push((data, len));
+            // The two bytes after the data are the CRLF; skipped unchecked, as Redis does.
+            at = end + 2;
+        }
+        let request = buf.split_to(at).freeze();
+        args.clear();
+        args.extend(
+            self.spans
+                .iter()
+                .map(|&(start, len)| request.slice(start..start + len)),
+        );
+        true
     }
 
     /// Reads the `*<count>\r\n` line. Ok(false) when the line is incomplete.
@@ -372,6 +434,31 @@ fn parse_inline(
         return Err(RequestError::UnbalancedQuotes);
     }
     Ok(Some(()))
+}
+
+/// A line of plain decimal digits from `at` (no sign, no leading zero unless the number
+/// is 0, at most 18 digits) ended by `\r` and one more byte: the number and where the
+/// next line starts. None for anything else, complete or not.
+fn plain_number_line(bytes: &[u8], at: usize) -> Option<(u64, usize)> {
+    let digits = bytes.get(at..)?;
+    let mut value: u64 = 0;
+    for (i, &b) in digits.iter().enumerate().take(19) {
+        match b {
+            b'0'..=b'9' => {
+                if i == 1 && value == 0 {
+                    return None;
+                }
+                value = value * 10 + u64::from(b - b'0');
+            }
+            b'\r' if i > 0 => {
+                // The byte after '\r' must have arrived; like Redis, it is not looked at.
+                let next = at + i + 2;
+                return (next <= bytes.len()).then_some((value, next));
+            }
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// Position of the first `needle` in `buf`, or None if there is none or a NUL byte

@@ -215,6 +215,28 @@ proptest! {
         prop_assert_eq!(whole, parts);
     }
 
+    /// Streams made of protocol fragments, odd ones included (leading zeros, signs, NULs,
+    /// empty and negative counts, a missing `$`): a request that arrives whole takes the
+    /// one-pass path, the same bytes one at a time take the resumable one, and both must
+    /// agree on every command and on the error.
+    #[test]
+    fn one_pass_and_resumable_paths_agree(
+        fragments in vec(prop::sample::select(vec![
+            "*1\r\n", "*2\r\n", "*3\r\n", "*0\r\n", "*-1\r\n", "*01\r\n", "*+1\r\n",
+            "$3\r\n", "$0\r\n", "$1\r\n", "$03\r\n", "$-1\r\n", "$+1\r\n", "$x\r\n",
+            "abc", "a", "\r\n", "\r", "\0", " ", "ping\r\n",
+            "*3\r\n$3\r\nset\r\n$1\r\nk\r\n$1\r\nv\r\n",
+            "*1\r\n$4\r\nping\r\n",
+        ]), 1..12),
+    ) {
+        let stream: Vec<u8> = fragments.concat().into_bytes();
+        let whole = parse_chunks(&[&stream]);
+        let bytes: Vec<&[u8]> = stream.chunks(1).collect();
+        let (got, res, _) = parse_chunks(&bytes);
+        prop_assert_eq!(&whole.0, &got);
+        prop_assert_eq!(whole.1, res);
+    }
+
     #[test]
     fn frame_round_trips(f in frame()) {
         let wire = encoded(&f);

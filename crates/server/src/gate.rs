@@ -971,26 +971,72 @@ fn lock_for<'s>(server: &'s Server, command: &Command, args: &[Bytes]) -> Locked
         LockPlan::All => keyspace.lock_all(),
         LockPlan::Script => {
             // The declared keys' shards now; any other the script touches when it does.
-            let mut positions = Vec::new();
-            if key_positions(command.spec, args, &mut positions).is_err() {
-                positions.clear();
+            let mut keys = KeyList::new();
+            match keys.gather(command.spec, args) {
+                Ok(()) => keyspace.lock_exclusive(keys.as_slice()),
+                Err(_) => keyspace.lock_exclusive::<&[u8]>(&[]),
             }
-            let keys: Vec<&[u8]> = positions.iter().map(|&i| &args[i][..]).collect();
-            keyspace.lock_exclusive(&keys)
         }
         LockPlan::Engine => keyspace.lock_none(),
         LockPlan::Keys if command.spec.key_specs.is_empty() => keyspace.lock_none(),
         LockPlan::Keys => {
-            let mut positions = Vec::new();
-            match key_positions(command.spec, args, &mut positions) {
-                Ok(()) => {
-                    let keys: Vec<&[u8]> = positions.iter().map(|&i| &args[i][..]).collect();
-                    keyspace.lock_keys(&keys)
-                }
+            let mut keys = KeyList::new();
+            match keys.gather(command.spec, args) {
+                Ok(()) => keyspace.lock_keys(keys.as_slice()),
                 // Arguments that contradict the key specs: the handler will refuse them;
                 // holding everything is always safe.
                 Err(_) => keyspace.lock_all(),
             }
+        }
+    }
+}
+
+/// The keys a command names, as its key specs find them. Up to [`KeyList::INLINE`] are
+/// kept on the stack: every keyed command gathers its keys before it runs, and most name
+/// one or a few. (Filled in place: moving it would copy the whole array.)
+struct KeyList<'a> {
+    inline: [&'a [u8]; KeyList::INLINE],
+    count: usize,
+    /// Every key, once there are more than fit inline.
+    spilled: Vec<&'a [u8]>,
+}
+
+impl<'a> KeyList<'a> {
+    const INLINE: usize = 16;
+
+    fn new() -> KeyList<'a> {
+        KeyList {
+            inline: [&[]; KeyList::INLINE],
+            count: 0,
+            spilled: Vec::new(),
+        }
+    }
+
+    fn gather(
+        &mut self,
+        spec: &CommandSpec,
+        args: &'a [Bytes],
+    ) -> Result<(), crate::spec::KeysError> {
+        let list = self;
+        crate::spec::visit_keys(spec, args, |at, _| {
+            let key = &args[at][..];
+            if list.count < KeyList::INLINE {
+                list.inline[list.count] = key;
+            } else {
+                if list.spilled.is_empty() {
+                    list.spilled.extend_from_slice(&list.inline);
+                }
+                list.spilled.push(key);
+            }
+            list.count += 1;
+        })
+    }
+
+    fn as_slice(&self) -> &[&'a [u8]] {
+        if self.count <= KeyList::INLINE {
+            &self.inline[..self.count]
+        } else {
+            &self.spilled
         }
     }
 }

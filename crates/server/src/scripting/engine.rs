@@ -3,6 +3,7 @@
 //! SCRIPT KILL, read-only scripts).
 
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
@@ -103,6 +104,8 @@ pub fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), Vec<u8>> {
 
 /// A cached EVAL script.
 pub struct Script {
+    /// Its SHA1, lower-case hex: the name its errors give.
+    sha: String,
     pub body: Bytes,
     pub flags: ScriptFlags,
     function: Function,
@@ -141,7 +144,9 @@ pub struct Engine {
     role: VmRole,
     lua: Lua,
     sandbox: Sandbox,
-    scripts: HashMap<String, Script>,
+    /// By lower-case SHA1. Shared so that a run holds its script without cloning the
+    /// Lua function (a registry reference) each time.
+    scripts: HashMap<String, Rc<Script>, ahash::RandomState>,
     /// Bytes of cached bodies, for INFO.
     pub scripts_bytes: usize,
     run: Arc<RunState>,
@@ -332,7 +337,7 @@ impl Engine {
             lua,
             sandbox,
             active,
-            scripts: HashMap::new(),
+            scripts: HashMap::default(),
             scripts_bytes: 0,
             run,
             runs: 0,
@@ -353,16 +358,31 @@ impl Engine {
     }
 
     pub fn exists(&self, sha: &[u8]) -> bool {
-        std::str::from_utf8(sha)
-            .map(|sha| self.scripts.contains_key(&sha.to_ascii_lowercase()))
-            .unwrap_or(false)
+        self.cached(sha).is_some()
     }
 
-    /// Compiles and caches a body (SCRIPT LOAD, EVAL). Returns its SHA1, or the error reply.
+    /// The cached script whose SHA1 is `sha`, in any case.
+    fn cached(&self, sha: &[u8]) -> Option<&Rc<Script>> {
+        let mut lower = [0u8; 40];
+        if sha.len() != lower.len() {
+            return None;
+        }
+        for (to, from) in lower.iter_mut().zip(sha) {
+            *to = from.to_ascii_lowercase();
+        }
+        self.scripts.get(std::str::from_utf8(&lower).ok()?)
+    }
+
+    /// Compiles and caches a body (SCRIPT LOAD). Returns its SHA1, or the error reply.
     pub fn load(&mut self, body: &Bytes) -> Result<String, Vec<u8>> {
+        self.load_script(body).map(|script| script.sha.clone())
+    }
+
+    /// The cached script of a body, compiled and cached first if it is new (EVAL).
+    fn load_script(&mut self, body: &Bytes) -> Result<Rc<Script>, Vec<u8>> {
         let sha = sandbox::sha1_hex(body);
-        if self.scripts.contains_key(&sha) {
-            return Ok(sha);
+        if let Some(found) = self.scripts.get(&sha) {
+            return Ok(Rc::clone(found));
         }
         let (flags, skip) = parse_shebang(body)?;
         let function = self
@@ -377,16 +397,15 @@ impl Engine {
                 message
             })?;
         self.scripts_bytes += body.len() + sha.len();
-        self.scripts.insert(
-            sha.clone(),
-            Script {
-                body: body.clone(),
-                flags,
-                function,
-            },
-        );
+        let script = Rc::new(Script {
+            sha: sha.clone(),
+            body: body.clone(),
+            flags,
+            function,
+        });
+        self.scripts.insert(sha, Rc::clone(&script));
         self.publish_sizes();
-        Ok(sha)
+        Ok(script)
     }
 
     /// Copies the cache's and the VM's sizes where INFO reads them.
@@ -403,10 +422,6 @@ impl Engine {
             .store(self.scripts_bytes, Ordering::Relaxed);
         run.vm_bytes
             .store(self.lua.used_memory(), Ordering::Relaxed);
-    }
-
-    pub fn script(&self, sha: &str) -> Option<&Script> {
-        self.scripts.get(sha)
     }
 
     /// FUNCTION LOAD.
@@ -470,28 +485,25 @@ impl Engine {
         keys: &[Bytes],
         args: &[Bytes],
     ) {
-        let sha = if evalsha {
-            let sha = String::from_utf8_lossy(script).to_ascii_lowercase();
-            if sha.len() != 40 || !self.scripts.contains_key(&sha) {
-                ctx.reply
-                    .error(b"NOSCRIPT No matching script. Please use EVAL.");
-                return;
+        let found = if evalsha {
+            match self.cached(script) {
+                Some(found) => Rc::clone(found),
+                None => {
+                    ctx.reply
+                        .error(b"NOSCRIPT No matching script. Please use EVAL.");
+                    return;
+                }
             }
-            sha
         } else {
-            match self.load(script) {
-                Ok(sha) => sha,
+            match self.load_script(script) {
+                Ok(found) => found,
                 Err(message) => {
                     ctx.reply.error(&message);
                     return;
                 }
             }
         };
-        let Some(found) = self.scripts.get(&sha) else {
-            return;
-        };
         let flags = found.flags;
-        let function = found.function.clone();
         if !flags.compat && !flags.no_writes && read_only_command {
             ctx.reply
                 .error(b"ERR Can not execute a script with write flag using *_ro command.");
@@ -506,9 +518,9 @@ impl Engine {
             read_only,
             allow_oom: !flags.compat && flags.allow_oom,
             eval: true,
-            name: &sha,
+            name: &found.sha,
         };
-        self.call(ctx, &function, keys, args, &options);
+        self.call(ctx, &found.function, keys, args, &options);
     }
 
     /// Runs a script function for the caller in `ctx` (whose view holds every shard) and
