@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{bulk, check, resp3, RawConn, TestServer};
+use common::{bulk, check, encode, read_line, resp3, RawConn, TestServer};
 
 fn eval(conn: &mut RawConn, script: &str, args: &[&str], expected: &str) {
     let mut words: Vec<&[u8]> = vec![b"EVAL", script.as_bytes()];
@@ -63,6 +63,68 @@ fn conversions_between_lua_and_replies() {
     c3.expect(
         &[b"EVAL", b"redis.setresp(3); return true", b"0"],
         b"#t\r\n",
+    );
+}
+
+// Each run sets its own KEYS, ARGV and RESP version on Lua's stack (engine::run_raw): none
+// of them may leak from one run into the next, and only the first return value counts.
+#[test]
+fn every_run_starts_with_its_own_keys_argv_and_resp() {
+    let server = TestServer::start(&[]);
+    let mut c = resp3(&server);
+    let count = b"return {#KEYS, #ARGV, KEYS[1], ARGV[1]}";
+    c.expect(
+        &[b"EVAL", count, b"2", b"a", b"b", b"x"],
+        format!("*4\r\n:2\r\n:1\r\n{}{}", bulk("a"), bulk("x")).as_bytes(),
+    );
+    // A Lua array ends at its first nil, as in Redis.
+    c.expect(&[b"EVAL", count, b"0"], b"*2\r\n:0\r\n:0\r\n");
+    // A script that changed KEYS leaves nothing behind for the next run.
+    c.expect(
+        &[b"EVAL", b"KEYS[5] = 'extra'; return #KEYS", b"1", b"k"],
+        b":1\r\n",
+    );
+    c.expect(&[b"EVAL", b"return #KEYS", b"1", b"k"], b":1\r\n");
+    // redis.setresp(3) lasts for its own run only.
+    check(&mut c, "HSET h f v", ":1\r\n");
+    c.expect(
+        &[
+            b"EVAL",
+            b"redis.setresp(3); return redis.call('hgetall', 'h')",
+            b"0",
+        ],
+        format!("%1\r\n{}{}", bulk("f"), bulk("v")).as_bytes(),
+    );
+    c.expect(
+        &[b"EVAL", b"return redis.call('hgetall', 'h')", b"0"],
+        format!("*2\r\n{}{}", bulk("f"), bulk("v")).as_bytes(),
+    );
+    // Only the first value a script returns is its reply.
+    c.expect(&[b"EVAL", b"return 1, 2, 3", b"0"], b":1\r\n");
+    // A failed run leaves the VM as it found it.
+    c.send(&encode(&[
+        b"EVAL",
+        b"return redis.call('nosuchcommand')",
+        b"0",
+    ]));
+    let failed = read_line(&mut c);
+    assert!(
+        failed.starts_with("-ERR Unknown Redis command called from script"),
+        "{failed}"
+    );
+    c.expect(
+        &[b"EVAL", b"return ARGV[1]", b"0", b"after"],
+        bulk("after").as_bytes(),
+    );
+    // A function gets KEYS and ARGV as its arguments.
+    let library = "#!lua name=runs\nredis.register_function('both', function(keys, args) return {keys[1], args[1], #keys} end)";
+    c.expect(
+        &[b"FUNCTION", b"LOAD", library.as_bytes()],
+        bulk("runs").as_bytes(),
+    );
+    c.expect(
+        &[b"FCALL", b"both", b"1", b"k1", b"a1"],
+        format!("*3\r\n{}{}:1\r\n", bulk("k1"), bulk("a1")).as_bytes(),
     );
 }
 

@@ -11,34 +11,24 @@
 //!
 //! The `redis` functions that may raise a Redis error table are written in Lua over small
 //! Rust helpers (a Rust callback can only raise Rust errors, which reach Lua as userdata);
-//! `redis.call` and `redis.pcall` go through `private.call`, which the engine points at the
+//! `redis.call` and `redis.pcall` are Rust functions the engine installs, which reach the
 //! running script's context for the duration of each run.
 
-use mlua::{Function, Lua, LuaOptions, LuaString, StdLib, Table, Value};
+use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
 
 use super::libs;
 
 /// What the engine keeps from the setup.
 pub struct Sandbox {
-    /// Tables scripts cannot reach: `private.resp`, `private.run`, `private.redis` (the
-    /// real `redis` table)...
+    /// Tables scripts cannot reach: `private.redis` (the real `redis` table), the host
+    /// functions the engine installs (`private.set_resp`, `private.is_running`)...
     pub private: Table,
     /// The allowed globals (where KEYS and ARGV go).
     pub safe: Table,
     /// The environment of every script.
     pub env: Table,
-    /// `private.run`, which calls a script, and the names each run reads or writes, made
-    /// once: looking them up by a Rust `&str` interns the string again on every access.
-    pub runner: Function,
-    pub names: Names,
-}
-
-/// Lua strings for the table fields a run touches.
-pub struct Names {
-    pub resp: LuaString,
-    pub running: LuaString,
-    pub keys: LuaString,
-    pub argv: LuaString,
+    /// The error handler every run is called under (Redis' `__redis__err__handler`).
+    pub handler: Function,
 }
 
 /// The version Redis scripts see in `redis.REDIS_VERSION` (and INFO reports).
@@ -63,26 +53,18 @@ pub fn build(logger: fn(u8, &str)) -> mlua::Result<(Lua, Sandbox)> {
             Ok(())
         })?,
     )?;
-    raw.raw_set("handler", lua.create_function(error_handler)?)?;
+    let handler = lua.create_function(error_handler)?;
     let prelude = lua.load(PRELUDE).set_name("=latch").into_function()?;
     let (private, safe, env): (Table, Table, Table) =
         prelude.call((raw, REDIS_VERSION, REDIS_VERSION_NUM))?;
     super::engine::install_random(&lua)?;
-    let runner = private.raw_get("run")?;
-    let names = Names {
-        resp: lua.create_string("resp")?,
-        running: lua.create_string("running")?,
-        keys: lua.create_string("KEYS")?,
-        argv: lua.create_string("ARGV")?,
-    };
     Ok((
         lua,
         Sandbox {
             private,
             safe,
             env,
-            runner,
-            names,
+            handler,
         },
     ))
 }
@@ -242,9 +224,8 @@ local type, tostring, error, select, pairs = type, tostring, error, select, pair
 local rawget, rawset, rawequal = rawget, rawset, rawequal
 local raw_setmetatable, raw_getfenv, raw_setfenv = setmetatable, getfenv, setfenv
 local raw_pcall, raw_xpcall, raw_loadstring, raw_load = pcall, xpcall, loadstring, load
-local handler = raw.handler
 
-local private = { resp = 2, running = false }
+local private = {}
 
 -- Read-only proxies.
 local readonly = raw_setmetatable({}, { __mode = 'k' })
@@ -304,15 +285,15 @@ redis.log = function(...)
   raw.log(level, table.concat(parts, ' '))
 end
 redis.setresp = function(...)
-  if not private.running then not_running('redis.setresp') end
+  if not private.is_running() then not_running('redis.setresp') end
   if select('#', ...) ~= 1 then raise('redis.setresp() requires one argument.') end
   local resp = tonumber((...))
   if resp ~= 2 and resp ~= 3 then raise('RESP version must be 2 or 3.') end
-  private.resp = resp
+  private.set_resp(resp)
 end
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
 redis.set_repl = function(...)
-  if not private.running then not_running('redis.set_repl') end
+  if not private.is_running() then not_running('redis.set_repl') end
   if select('#', ...) ~= 1 then raise('redis.set_repl() requires two arguments.') end
   local flags = tonumber((...)) or 0
   if flags < 0 or flags > 3 or flags ~= math.floor(flags) then
@@ -324,7 +305,7 @@ redis.replicate_commands = function() return true end
 redis.breakpoint = function() return false end
 redis.debug = function() end
 redis.acl_check_cmd = function(...)
-  if not private.running then not_running('redis.acl_check_cmd') end
+  if not private.is_running() then not_running('redis.acl_check_cmd') end
   if select('#', ...) == 0 then raise('Please specify at least one argument for this redis lib call') end
   local allowed = private.acl_check(...)
   if allowed == nil then raise('Invalid command passed to redis.acl_check_cmd()') end
@@ -407,12 +388,6 @@ local function settle(ok, ...)
   return false, e
 end
 safe.pcall = function(...) return settle(raw_pcall(...)) end
-
--- One run: the script function under the error handler.
-private.run = function(f, keys, args)
-  if keys == nil then return raw_xpcall(f, handler) end
-  return raw_xpcall(function() return f(keys, args) end, handler)
-end
 
 -- Functions: one environment for every library. While a library's top level runs its
 -- globals are only the load API; afterwards they are the same as EVAL's.
