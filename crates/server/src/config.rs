@@ -288,7 +288,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("shutdown-on-sigterm", None, o::MULTI_ARG, Kind::Enum(SHUTDOWN_ON_SIG), "default", Effect::Inert),
     opt("databases", None, o::IMMUTABLE, Kind::Number { min: 1, max: I32_MAX, unsigned: false, format: Format::Plain }, "16", Effect::Acts),
     opt("port", None, 0, Kind::Number { min: 0, max: 65535, unsigned: false, format: Format::Plain }, "6379", Effect::Acts),
-    opt("io-threads", None, o::DEBUG | o::IMMUTABLE, Kind::Number { min: 1, max: 128, unsigned: false, format: Format::Plain }, "1", Effect::Inert),
+    opt("io-threads", None, o::DEBUG | o::IMMUTABLE, Kind::Number { min: 1, max: 128, unsigned: false, format: Format::Plain }, "1", Effect::Acts),
     opt("auto-aof-rewrite-percentage", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "100", Effect::Acts),
     opt("cluster-replica-validity-factor", Some("cluster-slave-validity-factor"), 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "10", Effect::Inert),
     opt("list-max-listpack-size", Some("list-max-ziplist-size"), 0, Kind::Number { min: I32_MIN, max: I32_MAX, unsigned: false, format: Format::Plain }, "-2", Effect::Inert),
@@ -1706,6 +1706,12 @@ impl Config {
     /// The working directory (`dir` changes it, as in Redis).
     pub fn dir(&self) -> PathBuf {
         std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
+    }
+
+    /// How many runtime workers serve connections and run commands (Redis' `io-threads`,
+    /// whose default, 1, is redis-server's one thread; see `main.rs`).
+    pub fn io_threads(&self) -> usize {
+        self.unsigned("io-threads").max(1) as usize
     }
 
     pub fn databases(&self) -> usize {

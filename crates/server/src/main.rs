@@ -25,15 +25,26 @@ fn main() {
         }
     };
     let _log_guard = latch_server::config::init_logging(&config);
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    // One worker per core, one on a single core: two workers on one core take turns in the
-    // kernel's time slices (milliseconds of p99 latency). A long script hands its worker's
-    // place to another thread at its first hook tick (`server::step_aside_from_runtime`),
-    // so BUSY and SCRIPT KILL are still answered. No LIFO slot: connections woken by one poll run in the order their input
-    // arrived (with it, the last woken runs first, so a command sent later by another client
-    // could overtake one sent earlier).
+    // `io-threads` runtime workers, 1 by default as in Redis (whose io-threads default is
+    // its one thread). Every worker runs commands, so more workers serve more clients in
+    // parallel; but a worker that shares its core with another busy thread (a second worker,
+    // or clients on the same machine) takes turns with it in the kernel's time slices, which
+    // costs throughput and milliseconds of p99 (bench/compare.sh, unpinned on 2 cores: one
+    // worker beat two on every row with 50 clients). Set it to the cores the server can
+    // have to itself. A long script hands its worker's place to another thread at its first
+    // hook tick (`server::step_aside_from_runtime`), so BUSY and SCRIPT KILL are still
+    // answered with one worker. No LIFO slot: connections woken by one poll run in the
+    // order their input arrived (with it, the last woken runs first, so a command sent
+    // later by another client could overtake one sent earlier).
+    let threads = config.io_threads();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if threads > cores {
+        tracing::warn!(
+            io_threads = threads,
+            cores,
+            "more io-threads than cores: workers will take turns on a core"
+        );
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .disable_lifo_slot()

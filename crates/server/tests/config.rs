@@ -712,3 +712,57 @@ fn resetstat_and_help() {
         b"-ERR unknown subcommand 'NOPE'. Try CONFIG HELP.\r\n",
     );
 }
+
+/// The runtime's threads of a running server (workers, and the blocking pool's).
+fn runtime_threads(pid: u32) -> usize {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the server's threads");
+    tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with("tokio-rt"))
+        .count()
+}
+
+// io-threads is the number of runtime workers (Redis' name; its default, 1, is
+// redis-server's single thread).
+#[test]
+fn io_threads_sets_the_number_of_runtime_workers() {
+    let mut counts = Vec::new();
+    for workers in ["1", "3"] {
+        let server = TestServer::start(&["--io-threads", workers]);
+        let mut c = server.raw();
+        config_get(&mut c, "io-threads", workers);
+        c.expect(&[b"PING"], b"+PONG\r\n");
+        counts.push(runtime_threads(server.pid()));
+    }
+    assert_eq!(
+        counts[1] - counts[0],
+        2,
+        "threads with 1 and 3 workers: {counts:?}"
+    );
+    // Without the option: one worker, as redis-server has one thread.
+    let dir = scratch("io-threads-default");
+    let port = free_port();
+    let mut server = Command::new(BINARY)
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .args(["--dir", dir.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start latch-server");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let threads = runtime_threads(server.id());
+    let _ = server.kill();
+    let _ = server.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(threads, counts[0], "default threads against io-threads 1");
+}

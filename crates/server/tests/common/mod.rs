@@ -72,6 +72,9 @@ impl TestServer {
                 ])
                 // DEBUG is on, as in Redis' own test configuration (its default is off).
                 .args(["--enable-debug-command", "yes"])
+                // Two workers (one is the default), so that commands of different clients
+                // really run in parallel in these tests; on one core, one.
+                .args(["--io-threads", if one_core { "1" } else { "2" }])
                 .args(extra)
                 // The log (stdout, as redis-server's) goes to the same file.
                 .stdout(
