@@ -768,13 +768,12 @@ fn run_raw(
                 ffi::lua_pcall(state, 2, 1, HANDLER)
             };
             // The first result (or the error) is above ARGV, as in Redis, which takes only
-            // a script's first return value; the status takes ARGV's slot and the four
-            // slots below it go.
+            // a script's first return value: it moves to slot 2, the status to slot 1,
+            // and the rest goes.
+            ffi::lua_replace(state, FUNCTION);
             ffi::lua_pushboolean(state, i32::from(status == 0));
-            ffi::lua_replace(state, ARGV);
-            for _ in 0..ARGV - 1 {
-                ffi::lua_remove(state, 1);
-            }
+            ffi::lua_replace(state, HANDLER);
+            ffi::lua_settop(state, 2);
         })
     }
 }
