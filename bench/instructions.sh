@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Instructions per request, latch-server against redis-server, counted by callgrind.
+#
+#   bench/instructions.sh [--requests N] [--pipeline P] [--rows "SET GET RELEASE ..."]
+#
+# Unlike requests/s, an instruction count is repeatable on a shared, noisy machine: the
+# same binary and load give the same total whatever else runs. For each row, each server
+# runs under `valgrind --tool=callgrind` on core 0 with counting off; redis-benchmark (on
+# core 1, 50 clients) sends a 20k-request warm-up, then counting is switched on for N
+# requests (default 100000, pipeline 16) and off again. The table shows the instructions
+# per request of each server and latch/redis. The rows are those of bench/compare.sh:
+# SET, GET, SETNX, INCR, MSET, LOCK (SET k token NX PX 30000) and RELEASE (EVALSHA of the
+# compare-and-delete). Counts include everything the server did meanwhile (parsing,
+# replies, its cron), not the kernel.
+#
+# Needs valgrind, redis-server, redis-benchmark, redis-cli and taskset; builds
+# latch-server --release if missing. A row takes about half a minute per server.
+set -euo pipefail
+
+requests=100000 pipeline=16
+rows="SET GET SETNX INCR MSET LOCK RELEASE"
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --requests) requests=$2; shift 2 ;;
+        --pipeline) pipeline=$2; shift 2 ;;
+        --rows) rows=$2; shift 2 ;;
+        *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
+    esac
+done
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+latch_bin=$repo/target/release/latch-server
+[[ -x $latch_bin ]] || (cd "$repo" && cargo build --release -p latch-server)
+for tool in valgrind callgrind_control callgrind_annotate redis-server redis-benchmark \
+    redis-cli taskset; do
+    command -v "$tool" >/dev/null || {
+        echo "needs $tool (apt-get install valgrind redis-server redis-tools util-linux)" >&2
+        exit 1
+    }
+done
+
+work=$(mktemp -d)
+pid=
+cleanup() { [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+port=$((20000 + RANDOM % 20000))
+
+release_script="if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
+
+# count WHICH ROW: prints the server's instructions per request for the row.
+count() {
+    local which=$1 row=$2 bin=redis-server dir=$work/$RANDOM$RANDOM
+    [[ $which == latch ]] && bin=$latch_bin
+    mkdir -p "$dir"
+    local out=$dir/callgrind.out
+    taskset -c 0 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
+        "$bin" --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no \
+        >"$dir/log" 2>&1 &
+    pid=$!
+    for _ in $(seq 200); do
+        redis-cli -p "$port" ping >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    local sha args
+    sha=$(redis-cli -p "$port" SCRIPT LOAD "$release_script")
+    case $row in
+        SET) args=(-t set) ;;
+        GET) args=(-t get) ;;
+        SETNX) args=(SETNX key:__rand_int__ value) ;;
+        INCR) args=(-t incr) ;;
+        MSET) args=(-t mset) ;;
+        LOCK) args=(SET lock:__rand_int__ token NX PX 30000) ;;
+        RELEASE) args=(EVALSHA "$sha" 1 lock:__rand_int__ token) ;;
+        *) echo "unknown row $row" >&2; exit 2 ;;
+    esac
+    # Options before the command: redis-benchmark takes what follows it as arguments.
+    local load=(taskset -c 1 redis-benchmark -p "$port" -r 100000 -c 50 -P "$pipeline")
+    "${load[@]}" -n 20000 "${args[@]}" >/dev/null 2>&1
+    callgrind_control -i on "$pid" >/dev/null
+    "${load[@]}" -n "$requests" "${args[@]}" >/dev/null 2>&1
+    callgrind_control -i off "$pid" >/dev/null
+    redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || kill "$pid"
+    wait "$pid" 2>/dev/null || true
+    pid=
+    local total
+    total=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }')
+    awk -v t="$total" -v n="$requests" 'BEGIN { printf "%.0f", t / n }'
+}
+
+printf '%-8s %14s %14s %7s\n' row redis_instr latch_instr ratio
+for row in $rows; do
+    redis=$(count redis "$row")
+    latch=$(count latch "$row")
+    printf '%-8s %14s %14s %7s\n' "$row" "$redis" "$latch" \
+        "$(awk -v a="$latch" -v b="$redis" 'BEGIN { printf "%.2f", a / b }')"
+done
+echo "($(date -u +%F), instructions per request, 50 clients, pipeline $pipeline, $requests requests after a 20k warm-up; redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'))"
