@@ -42,22 +42,10 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-latch_bin=$repo/target/release/latch-server
-[[ -x $latch_bin ]] || (cd "$repo" && cargo build --release -p latch-server)
-for tool in redis-server redis-benchmark redis-cli taskset; do
-    command -v "$tool" >/dev/null || {
-        echo "needs $tool (apt-get install redis-server redis-tools util-linux)" >&2
-        exit 1
-    }
-done
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+need_tools redis-server redis-benchmark redis-cli taskset
 [[ $(nproc) -ge 2 ]] || { echo "needs 2 cores for the pinned placement" >&2; exit 1; }
-
-work=$(mktemp -d)
-pid=
-cleanup() { [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-port=$((20000 + RANDOM % 20000))
 ticks_per_second=$(getconf CLK_TCK)
 
 # Requests per run, by clients/pipeline: each run lasts about a second or two.
@@ -94,25 +82,6 @@ start() {
 stop() { kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=; }
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
-
-release_sha=
-load_release_script() {
-    release_sha=$(redis-cli -p "$port" SCRIPT LOAD \
-        "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end")
-}
-
-# The command of each row for redis-benchmark, or -t NAME for a built-in test.
-row_args() {
-    case $1 in
-        SET) echo "-t set" ;;
-        GET) echo "-t get" ;;
-        SETNX) echo "SETNX key:__rand_int__ value" ;;
-        INCR) echo "-t incr" ;;
-        MSET) echo "-t mset" ;;
-        LOCK) echo "SET lock:__rand_int__ token NX PX 30000" ;;
-        RELEASE) echo "EVALSHA $release_sha 1 lock:__rand_int__ token" ;;
-    esac
-}
 
 # bench PLACEMENT ROW SHAPE: prints "rps p50 p99 cpu_us_per_request".
 bench() {

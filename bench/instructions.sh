@@ -28,24 +28,10 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-latch_bin=$repo/target/release/latch-server
-[[ -x $latch_bin ]] || (cd "$repo" && cargo build --release -p latch-server)
-for tool in valgrind callgrind_control callgrind_annotate redis-server redis-benchmark \
-    redis-cli taskset; do
-    command -v "$tool" >/dev/null || {
-        echo "needs $tool (apt-get install valgrind redis-server redis-tools util-linux)" >&2
-        exit 1
-    }
-done
-
-work=$(mktemp -d)
-pid=
-cleanup() { [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-port=$((20000 + RANDOM % 20000))
-
-release_script="if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+need_tools valgrind callgrind_control callgrind_annotate redis-server redis-benchmark \
+    redis-cli taskset
 
 # count WHICH ROW: prints the server's instructions per request for the row.
 count() {
@@ -61,18 +47,9 @@ count() {
         redis-cli -p "$port" ping >/dev/null 2>&1 && break
         sleep 0.1
     done
-    local sha args
-    sha=$(redis-cli -p "$port" SCRIPT LOAD "$release_script")
-    case $row in
-        SET) args=(-t set) ;;
-        GET) args=(-t get) ;;
-        SETNX) args=(SETNX key:__rand_int__ value) ;;
-        INCR) args=(-t incr) ;;
-        MSET) args=(-t mset) ;;
-        LOCK) args=(SET lock:__rand_int__ token NX PX 30000) ;;
-        RELEASE) args=(EVALSHA "$sha" 1 lock:__rand_int__ token) ;;
-        *) echo "unknown row $row" >&2; exit 2 ;;
-    esac
+    load_release_script
+    local args
+    read -ra args <<<"$(row_args "$row")"
     # Options before the command: redis-benchmark takes what follows it as arguments.
     local load=(taskset -c 1 redis-benchmark -p "$port" -r 100000 -c 50 -P "$pipeline")
     "${load[@]}" -n 20000 "${args[@]}" >/dev/null 2>&1
@@ -87,6 +64,7 @@ count() {
     awk -v t="$total" -v n="$requests" 'BEGIN { printf "%.0f", t / n }'
 }
 
+for row in $rows; do row_args "$row" >/dev/null; done # an unknown row stops here
 printf '%-8s %14s %14s %7s\n' row redis_instr latch_instr ratio
 for row in $rows; do
     redis=$(count redis "$row")

@@ -19,20 +19,9 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-latch_bin=$repo/target/release/latch-server
-[[ -x $latch_bin ]] || (cd "$repo" && cargo build --release -p latch-server)
-command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null || {
-    echo "needs redis-server and redis-benchmark (apt-get install redis-server redis-tools)" >&2
-    exit 1
-}
-
-work=$(mktemp -d)
-pid=
-cleanup() { [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-
-port=$((20000 + RANDOM % 20000))
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+need_tools redis-server redis-benchmark redis-cli
 
 # start BIN MODE: starts a server with persistence MODE (off|everysec|always) in a fresh dir.
 start() {

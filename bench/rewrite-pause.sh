@@ -9,15 +9,9 @@ set -euo pipefail
 keys=1000000
 [[ ${1:-} == --keys ]] && keys=$2
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-latch_bin=$repo/target/release/latch-server
-[[ -x $latch_bin ]] || (cd "$repo" && cargo build --release -p latch-server)
-
-work=$(mktemp -d)
-pid=
-cleanup() { [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-port=$((20000 + RANDOM % 20000))
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+need_tools redis-server redis-benchmark redis-cli
 
 start() {
     local dir=$work/$RANDOM

@@ -1,0 +1,48 @@
+# Sourced by the bench scripts after they read their options: the latch-server binary
+# (built --release if missing), the tools a script needs, a scratch directory and a port,
+# and the rows that bench/compare.sh and bench/instructions.sh share.
+#
+# Sets: repo, latch_bin, work (removed on exit), pid (the server to kill on exit), port.
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+latch_bin=$repo/target/release/latch-server
+[[ -x $latch_bin ]] || (cd "$repo" && cargo build --release -p latch-server)
+
+# need_tools TOOL...: stops the script when a tool is missing.
+need_tools() {
+    local tool
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null || {
+            echo "needs $tool (Debian: redis-server, redis-tools, util-linux, valgrind)" >&2
+            exit 1
+        }
+    done
+}
+
+work=$(mktemp -d)
+pid=
+cleanup() { [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+port=$((20000 + RANDOM % 20000))
+
+# The lock release: Lua compare-and-delete, run through EVALSHA.
+release_script="if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
+release_sha=
+# load_release_script: SCRIPT LOAD into the server on $port; sets release_sha.
+load_release_script() {
+    release_sha=$(redis-cli -p "$port" SCRIPT LOAD "$release_script")
+}
+
+# row_args ROW: redis-benchmark's arguments for a row (-t NAME for a built-in test).
+row_args() {
+    case $1 in
+        SET) echo "-t set" ;;
+        GET) echo "-t get" ;;
+        SETNX) echo "SETNX key:__rand_int__ value" ;;
+        INCR) echo "-t incr" ;;
+        MSET) echo "-t mset" ;;
+        LOCK) echo "SET lock:__rand_int__ token NX PX 30000" ;;
+        RELEASE) echo "EVALSHA $release_sha 1 lock:__rand_int__ token" ;;
+        *) echo "unknown row $1" >&2; exit 2 ;;
+    esac
+}
