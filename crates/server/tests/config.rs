@@ -740,29 +740,18 @@ fn io_threads_sets_the_number_of_runtime_workers() {
         "threads with 1 and 3 workers: {counts:?}"
     );
     // Without the option: one worker, as redis-server has one thread.
-    let dir = scratch("io-threads-default");
     let port = free_port();
-    let mut server = Command::new(BINARY)
-        .args([
+    let server = FileServer::start(
+        &[
             "--port",
             &port.to_string(),
             "--bind",
             "127.0.0.1",
             "--save",
             "",
-        ])
-        .args(["--dir", dir.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start latch-server");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let threads = runtime_threads(server.id());
-    let _ = server.kill();
-    let _ = server.wait();
-    let _ = std::fs::remove_dir_all(&dir);
+        ],
+        port,
+    );
+    let threads = runtime_threads(server.child.id());
     assert_eq!(threads, counts[0], "default threads against io-threads 1");
 }

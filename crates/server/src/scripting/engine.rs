@@ -603,7 +603,7 @@ impl Engine {
         options: &RunOptions<'_>,
     ) -> mlua::Result<(bool, Value, u8)> {
         let lua = &self.lua;
-        let active = Arc::clone(&self.active);
+        let active = &self.active;
         active.resp.store(2, Ordering::Relaxed);
         self.run.threshold_ms.store(
             ctx.server.config.busy_reply_threshold_ms(),
@@ -647,14 +647,13 @@ impl Engine {
                 }
             }
         };
-        let outcome = {
+        let (ok, value) = {
             let mut dispatch: &mut Dispatch<'_> = &mut dispatch;
-            let _active = self.active.enter(&mut dispatch);
+            let _active = active.enter(&mut dispatch);
             let globals = options.eval.then_some(&self.sandbox.safe);
             run_raw(lua, &self.sandbox.handler, function, globals, keys, args)?
         };
-        let (ok, value) = outcome;
-        Ok((ok, value, self.active.resp.load(Ordering::Relaxed)))
+        Ok((ok, value, active.resp.load(Ordering::Relaxed)))
     }
 
     /// The reply of a finished run: its value, or its error with where it happened.
