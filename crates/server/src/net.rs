@@ -398,8 +398,10 @@ async fn connection<S>(
         }
     }
     gate::end_block(&server, &mut client);
-    let _ = writer.shutdown().await;
+    // Out of the client list before the socket closes, as Redis unlinks a client before it
+    // closes it: a peer that saw the close never finds the client in CLIENT LIST after.
     server.clients.disconnect(id);
+    let _ = writer.shutdown().await;
     debug!(id, "client disconnected");
 }
 

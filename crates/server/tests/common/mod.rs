@@ -108,9 +108,7 @@ impl TestServer {
                 // Our own process must hold the listening socket: a port the OS handed out
                 // free can still be taken by another test's server in between, and a
                 // successful connect alone would not tell the two apart.
-                if listens_on(server.child.id(), port)
-                    && TcpStream::connect(("127.0.0.1", port)).is_ok()
-                {
+                if listens_on(server.child.id(), port) && probe_quits(port) {
                     return server;
                 }
                 if let Ok(Some(_)) = server.child.try_wait() {
@@ -210,6 +208,21 @@ impl Drop for TestServer {
 }
 
 /// A command as a RESP array of bulk strings.
+/// Connects, sends QUIT and reads until the server closes: true once the server answers.
+/// Waiting for the close keeps the probe out of CLIENT LIST when the test starts (a probe
+/// that only connected and dropped could still be listed there, and was, in CI).
+fn probe_quits(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    if stream.write_all(b"QUIT\r\n").is_err() {
+        return false;
+    }
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).is_ok() && answer.starts_with(b"+OK")
+}
+
 pub fn encode(args: &[&[u8]]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", args.len()).into_bytes();
     for a in args {
