@@ -672,7 +672,7 @@ pub fn command_for_script<'t>(args: &[Bytes]) -> Result<&'t Command, Vec<u8>> {
 }
 
 /// Runs a command for a script (`redis.call`), against the script's view (every shard),
-/// with the script's protocol. Its reply comes back as a frame; a refusal (the script's
+/// with the script's protocol. Its reply comes back as written; a refusal (the script's
 /// checks) as the error text.
 pub fn script_call(
     ctx: &mut Ctx<'_, '_>,
@@ -680,7 +680,7 @@ pub fn script_call(
     resp: u8,
     rules: crate::scripting::engine::CallRules,
     run: &crate::scripting::RunState,
-) -> Result<latch_protocol::Frame, Vec<u8>> {
+) -> Result<Reply, Vec<u8>> {
     let server = ctx.server;
     let refuse = |command: Option<&Command>, message: &[u8]| {
         if let Some(command) = command {
@@ -750,10 +750,7 @@ pub fn script_call(
     ctx.client.errors_mark = outer_mark;
     account(server, ctx.client, command, args, ran);
     record_errors(server, &mut inner, 0, 0);
-    match latch_protocol::frame::decode(&inner.buffer()[..]) {
-        Ok(Some((frame, _))) => Ok(frame),
-        _ => Err(b"ERR the command gave no reply".to_vec()),
-    }
+    Ok(inner)
 }
 
 /// Queues a command of a transaction (nothing is kept once the transaction is doomed).

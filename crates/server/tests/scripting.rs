@@ -66,7 +66,7 @@ fn conversions_between_lua_and_replies() {
     );
 }
 
-// Each run sets its own KEYS, ARGV and RESP version on Lua's stack (engine::run_raw): none
+// Each run sets its own KEYS, ARGV and RESP version on Lua's stack (scripting/raw.rs): none
 // of them may leak from one run into the next, and only the first return value counts.
 #[test]
 fn every_run_starts_with_its_own_keys_argv_and_resp() {
@@ -126,6 +126,93 @@ fn every_run_starts_with_its_own_keys_argv_and_resp() {
         &[b"FCALL", b"both", b"1", b"k1", b"a1"],
         format!("*3\r\n{}{}:1\r\n", bulk("k1"), bulk("a1")).as_bytes(),
     );
+}
+
+// redis.call's own side (scripting/raw.rs): arguments as commands get them, replies as Lua
+// values, errors as tables, and the error statistics as Redis keeps them (compared by hand
+// with redis-server 7.0.15).
+#[test]
+fn redis_call_arguments_replies_and_error_counts() {
+    let server = TestServer::start(&[]);
+    let mut c = server.raw();
+    // Numbers go to the command as %.17g; thousands of arguments fit.
+    eval(
+        &mut c,
+        "redis.call('set', 'n', 0.1); return redis.call('get', 'n')",
+        &[],
+        &bulk("0.10000000000000001"),
+    );
+    eval(
+        &mut c,
+        "local a = {} for i = 1, 7999 do a[i] = i end return redis.call('rpush', 'l', unpack(a))",
+        &[],
+        ":7999\r\n",
+    );
+    eval(
+        &mut c,
+        "return redis.call('lrange', 'l', 7997, -1)",
+        &[],
+        &format!("*2\r\n{}{}", bulk("7998"), bulk("7999")),
+    );
+    // A missing key inside an array is false, which goes back out as a nil bulk.
+    eval(
+        &mut c,
+        "local r = redis.call('mget', 'n', 'nokey') return {r[1], type(r[2])}",
+        &[],
+        &format!("*2\r\n{}{}", bulk("0.10000000000000001"), bulk("boolean")),
+    );
+    // An error redis.call raises is a table, as in Redis; pcall gives its text.
+    check(&mut c, "SET k notanumber", "+OK\r\n");
+    eval(
+        &mut c,
+        "local ok, e = xpcall(function() return redis.call('incr', 'k') end, function(e) return type(e) end) return {tostring(ok), e}",
+        &[],
+        &format!("*2\r\n{}{}", bulk("false"), bulk("table")),
+    );
+    eval(
+        &mut c,
+        "local ok, e = pcall(redis.call, 'incr', 'k') return e",
+        &[],
+        &bulk("ERR value is not an integer or out of range"),
+    );
+    // Every script error reply is counted once, whether the command, the gatekeeper or
+    // redis.call's own argument check refused.
+    let cases: [(&str, &str); 5] = [
+        (
+            "return redis.call()",
+            "-ERR Please specify at least one argument for this redis lib call script: ",
+        ),
+        (
+            "return redis.call('get', {})",
+            "-ERR Lua redis lib command arguments must be strings or integers script: ",
+        ),
+        (
+            "return redis.pcall('get', {})",
+            "-ERR Lua redis lib command arguments must be strings or integers\r\n",
+        ),
+        (
+            "return redis.call('nosuch')",
+            "-ERR Unknown Redis command called from script script: ",
+        ),
+        (
+            "return redis.call('incr', 'k')",
+            "-ERR value is not an integer or out of range script: ",
+        ),
+    ];
+    for (script, reply) in cases {
+        check(&mut c, "CONFIG RESETSTAT", "+OK\r\n");
+        c.send(&encode(&[b"EVAL", script.as_bytes(), b"0"]));
+        let line = read_line(&mut c);
+        assert!(line.starts_with(reply), "{script}: {line}");
+        c.send(&encode(&[b"INFO", b"stats"]));
+        let header = read_line(&mut c);
+        let len: usize = header.trim_start_matches('$').trim().parse().unwrap();
+        let info = String::from_utf8(c.read_n(len + 2)).unwrap();
+        assert!(
+            info.contains("total_error_replies:1\r\n"),
+            "{script}: {info}"
+        );
+    }
 }
 
 #[test]

@@ -8,89 +8,12 @@
 //! A script's return value goes back the other way; a number is truncated to an integer, a
 //! table is an array up to its first nil unless it has one of the fields above.
 
-use latch_protocol::{Frame, Reply};
-use mlua::{Lua, Table, Value};
-
-use super::sandbox::error_text;
+use latch_protocol::Reply;
+use mlua::{Table, Value};
 
 /// Deepest nesting of tables a reply may have (a table that contains itself would
 /// otherwise never end).
 const MAX_DEPTH: usize = 1000;
-
-/// A command's reply as the Lua value `redis.call` returns. `resp` is the protocol the
-/// script asked for with `redis.setresp` (2 or 3).
-pub fn frame_to_lua(lua: &Lua, frame: &Frame, resp: u8) -> mlua::Result<Value> {
-    Ok(match frame {
-        Frame::Simple(text) => {
-            let table = lua.create_table()?;
-            table.raw_set("ok", lua.create_string(text)?)?;
-            Value::Table(table)
-        }
-        Frame::Error(text) | Frame::BulkError(text) => Value::Table(error_table(lua, text)?),
-        Frame::Integer(n) => Value::Number(*n as f64),
-        Frame::Bulk(bytes) => Value::String(lua.create_string(bytes)?),
-        Frame::Null => {
-            if resp == 2 {
-                Value::Boolean(false)
-            } else {
-                Value::Nil
-            }
-        }
-        Frame::Array(items) | Frame::Push(items) => {
-            let table = lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.iter().enumerate() {
-                table.raw_set(i + 1, frame_to_lua(lua, item, resp)?)?;
-            }
-            Value::Table(table)
-        }
-        Frame::Map(pairs) => {
-            let inner = lua.create_table()?;
-            for (key, value) in pairs {
-                inner.raw_set(
-                    frame_to_lua(lua, key, resp)?,
-                    frame_to_lua(lua, value, resp)?,
-                )?;
-            }
-            wrap(lua, "map", Value::Table(inner))?
-        }
-        Frame::Set(items) => {
-            let inner = lua.create_table()?;
-            for item in items {
-                inner.raw_set(frame_to_lua(lua, item, resp)?, true)?;
-            }
-            wrap(lua, "set", Value::Table(inner))?
-        }
-        Frame::Double(d) => wrap(lua, "double", Value::Number(*d))?,
-        Frame::Boolean(b) => Value::Boolean(*b),
-        Frame::BigNumber(digits) => {
-            wrap(lua, "big_number", Value::String(lua.create_string(digits)?))?
-        }
-        Frame::Verbatim { format, text } => {
-            let inner = lua.create_table()?;
-            inner.raw_set("string", lua.create_string(text)?)?;
-            inner.raw_set("format", lua.create_string(format)?)?;
-            wrap(lua, "verbatim_string", Value::Table(inner))?
-        }
-    })
-}
-
-fn wrap(lua: &Lua, field: &str, value: Value) -> mlua::Result<Value> {
-    let table = lua.create_table()?;
-    table.raw_set(field, value)?;
-    Ok(Value::Table(table))
-}
-
-/// `{err="CODE message", ignore_error_stats_update=true}` for an error reply's text (the
-/// command already counted the error).
-pub fn error_table(lua: &Lua, text: &[u8]) -> mlua::Result<Table> {
-    let mut dashed = Vec::with_capacity(text.len() + 1);
-    dashed.push(b'-');
-    dashed.extend_from_slice(text);
-    let table = lua.create_table()?;
-    table.raw_set("err", lua.create_string(error_text(&dashed))?)?;
-    table.raw_set("ignore_error_stats_update", true)?;
-    Ok(table)
-}
 
 /// The error fields of a Lua error table (Redis' `luaExtractErrorInformation`).
 #[derive(Debug, Default)]

@@ -11,8 +11,9 @@ use bytes::Bytes;
 use latch_protocol::format_double_g17;
 use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value, VmState};
 
-use super::convert::{error_info, frame_to_lua, lua_to_reply};
+use super::convert::{error_info, lua_to_reply};
 use super::functions::{self, Functions, LoadApi};
+use super::raw::{self, Ran};
 use super::sandbox::{self, Sandbox};
 use super::RunState;
 use crate::commands::Ctx;
@@ -22,8 +23,8 @@ const HOOK_EVERY: u32 = 100_000;
 /// How long a script runs before its hook hands the worker's place on (see
 /// `server::step_aside_from_runtime`).
 const STEP_ASIDE_AFTER_US: u64 = 1_000;
-/// Runs between two incremental garbage-collection steps (Redis' `LUA_GC_CYCLE_PERIOD`).
-const GC_PERIOD: u32 = 50;
+/// Garbage a VM gathers before the engine finishes a collection cycle (see `Engine::call`).
+const GC_BUDGET: usize = 24 * 1024;
 
 /// The flags a script declares in its `#!lua flags=...` line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -152,8 +153,10 @@ pub struct Engine {
     run: Arc<RunState>,
     /// The run in progress, for the host functions.
     active: Arc<ActiveRun>,
-    runs: u32,
-    /// Lua's `collectgarbage`, for the periodic step (mlua only offers a zero-size step).
+    /// The VM's size after the last cycle the engine finished.
+    gc_floor: usize,
+    /// Lua's `collectgarbage`, to finish a cycle (mlua offers a full collection, which
+    /// sweeps twice, or a step of its own size).
     collect: Option<Function>,
     pub functions: Functions,
     load_api: LoadApi,
@@ -161,7 +164,7 @@ pub struct Engine {
 
 /// Which host function a script called.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum HostCall {
+pub(super) enum HostCall {
     /// `redis.call`: a command's error reply is raised.
     Call,
     /// `redis.pcall`: it is returned.
@@ -170,20 +173,34 @@ enum HostCall {
     AclCheck,
 }
 
+/// What a host function gets back for the script in progress.
+pub(super) enum HostReply {
+    /// The command ran: its reply, in the script's RESP version.
+    Reply(latch_protocol::Reply),
+    /// Refused before it ran (`counted`: the error statistics have it already).
+    Refused { message: Vec<u8>, counted: bool },
+    /// `redis.acl_check_cmd`: whether the user may run it (None: no such command).
+    Allowed(Option<bool>),
+}
+
 /// What a host function runs for the script in progress.
-type Dispatch<'r> = dyn FnMut(&Lua, HostCall, MultiValue) -> mlua::Result<Value> + 'r;
+pub(super) type Dispatch<'r> = dyn FnMut(HostCall, &[Bytes]) -> HostReply + 'r;
 
 /// The run in progress, as the host functions (`redis.call`, `redis.pcall`,
 /// `redis.acl_check_cmd`, created once per VM) reach it. Creating them per run, in a
 /// `Lua::scope`, cost more than the rest of a short script (callbacks to build and
 /// invalidate, and garbage with finalizers for the collector).
-struct ActiveRun {
+pub(super) struct ActiveRun {
     /// Points to the `&mut Dispatch` of the run in progress; null between runs and while a
     /// host function is using it.
     current: AtomicPtr<()>,
     /// The RESP version `redis.call` replies are converted with, and the script's own
     /// reply (`redis.setresp`); 2 at the start of every run.
-    resp: AtomicU8,
+    pub(super) resp: AtomicU8,
+    /// A panic of a command `redis.call` ran, caught before it could unwind through Lua
+    /// (which would leave the VM inconsistent); the run resumes it once Lua is done.
+    panic: std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>>,
+    panicked: std::sync::atomic::AtomicBool,
 }
 
 impl Default for ActiveRun {
@@ -191,12 +208,14 @@ impl Default for ActiveRun {
         ActiveRun {
             current: AtomicPtr::new(std::ptr::null_mut()),
             resp: AtomicU8::new(2),
+            panic: std::sync::Mutex::new(None),
+            panicked: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
 
 /// Clears [`ActiveRun::current`] when the run ends, however it ends.
-struct Entered<'a>(&'a ActiveRun);
+pub(super) struct Entered<'a>(&'a ActiveRun);
 
 impl Drop for Entered<'_> {
     fn drop(&mut self) {
@@ -208,7 +227,7 @@ impl Drop for Entered<'_> {
 
 impl ActiveRun {
     /// Makes `dispatch` the run in progress until the returned guard is dropped.
-    fn enter<'a>(&'a self, dispatch: &'a mut &mut Dispatch<'_>) -> Entered<'a> {
+    pub(super) fn enter<'a>(&'a self, dispatch: &'a mut &mut Dispatch<'_>) -> Entered<'a> {
         let pointer = (dispatch as *mut &mut Dispatch<'_>).cast::<()>();
         self.current.store(pointer, Ordering::Release);
         Entered(self)
@@ -222,12 +241,7 @@ impl ActiveRun {
     /// Runs the host function `kind` for the run in progress; `None` when there is none
     /// (a host function called outside a run, or from inside another one).
     #[allow(unsafe_code)]
-    fn dispatch(
-        &self,
-        lua: &Lua,
-        kind: HostCall,
-        words: MultiValue,
-    ) -> Option<mlua::Result<Value>> {
+    pub(super) fn dispatch(&self, kind: HostCall, args: &[Bytes]) -> Option<HostReply> {
         let pointer = self.current.swap(std::ptr::null_mut(), Ordering::AcqRel);
         if pointer.is_null() {
             return None;
@@ -239,9 +253,33 @@ impl ActiveRun {
         // back below. The lifetime written here is not the real one; the reference never
         // leaves this function.
         let dispatch = unsafe { &mut *pointer.cast::<&mut Dispatch<'static>>() };
-        let result = dispatch(lua, kind, words);
+        let result =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(kind, args)));
         self.current.store(pointer, Ordering::Release);
-        Some(result)
+        match result {
+            Ok(reply) => Some(reply),
+            Err(payload) => {
+                if let Ok(mut slot) = self.panic.lock() {
+                    slot.get_or_insert(payload);
+                }
+                self.panicked.store(true, Ordering::Release);
+                Some(HostReply::Refused {
+                    message: b"ERR the command panicked".to_vec(),
+                    counted: false,
+                })
+            }
+        }
+    }
+
+    /// Goes on with a panic a command raised during the run, if one did.
+    pub(super) fn resume_panic(&self) {
+        if !self.panicked.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let payload = self.panic.lock().ok().and_then(|mut slot| slot.take());
+        if let Some(payload) = payload {
+            std::panic::resume_unwind(payload);
+        }
     }
 }
 
@@ -274,20 +312,10 @@ fn install_host_functions(
     active: &Arc<ActiveRun>,
     idle_call: &Function,
 ) -> mlua::Result<()> {
-    for (kind, name) in [(HostCall::Call, "call"), (HostCall::PCall, "pcall")] {
-        let active = Arc::clone(active);
-        let idle_call = idle_call.clone();
-        // Rust functions, not Lua wrappers: a `return redis.call(...)` must keep the
+    for (pcall, name) in [(false, "call"), (true, "pcall")] {
+        // C functions, not Lua wrappers: a `return redis.call(...)` must keep the
         // script's frame (a Lua tail call would drop it) so errors name the right line.
-        let function = lua.create_function(move |lua, words: MultiValue| {
-            if active.is_running() {
-                if let Some(result) = active.dispatch(lua, kind, words) {
-                    return result;
-                }
-                return Err(mlua::Error::RuntimeError("recursive redis.call".into()));
-            }
-            idle_call.call::<Value>(words)
-        })?;
+        let function = raw::host_function(lua, active, pcall, idle_call)?;
         redis.raw_set(name, function)?;
     }
     // `redis.setresp` (after its checks, in the prelude) and the "only inside a script"
@@ -302,10 +330,14 @@ fn install_host_functions(
     let is_running = lua.create_function(move |_, ()| Ok(running.is_running()))?;
     private.raw_set("is_running", is_running)?;
     let active = Arc::clone(active);
-    let acl_check = lua.create_function(move |lua, words: MultiValue| {
-        active
-            .dispatch(lua, HostCall::AclCheck, words)
-            .unwrap_or(Ok(Value::Nil))
+    let acl_check = lua.create_function(move |_, words: MultiValue| {
+        let Ok(args) = words_to_args(&words) else {
+            return Ok(Value::Nil);
+        };
+        Ok(match active.dispatch(HostCall::AclCheck, &args) {
+            Some(HostReply::Allowed(Some(allowed))) => Value::Boolean(allowed),
+            _ => Value::Nil,
+        })
     })?;
     private.raw_set("acl_check", acl_check)
 }
@@ -345,12 +377,12 @@ impl Engine {
             panic!("the Lua VM could not be set up: {error}");
         }
         let collect = sandbox.safe.raw_get::<Function>("collectgarbage").ok();
-        // Lua's default pause (a cycle starts once memory doubles), as in Redis. A pause of
-        // 100 (a new cycle as soon as one ends) kept the VM smaller when each run left
-        // mlua's tables behind, but marked the whole heap without rest: pinned, pipelined
-        // EVALSHA of the lock release took 1.92-1.97 user µs per request with it and
-        // 1.75-1.90 without, and the VM stays at about 80 KB after 10,000 EVALs (Redis'
-        // "EVAL does not leak in the Lua stack" test allows 100 KB).
+        // Lua's default pause (a cycle starts once memory doubles), as in Redis; the engine
+        // finishes cycles itself after GC_BUDGET of garbage (see `call`). A pause of 100 (a
+        // new cycle as soon as one ends) marked the whole heap without rest. The VM stays
+        // between about 66 and 90 KB over 10,000 EVALs (Redis' "EVAL does not leak in the
+        // Lua stack" test allows 100 KB).
+        let gc_floor = lua.used_memory();
         Engine {
             role,
             collect,
@@ -362,7 +394,7 @@ impl Engine {
             scripts: HashMap::default(),
             scripts_bytes: 0,
             run,
-            runs: 0,
+            gc_floor,
         }
     }
 
@@ -568,8 +600,14 @@ impl Engine {
         ctx.client.db = caller_db;
         ctx.client.deny_blocking = caller_deny_blocking;
         ctx.client.in_script = false;
+        let resp = self.active.resp.load(Ordering::Relaxed);
         match outcome {
-            Ok((ok, value, resp)) => self.reply_with(ctx, ok, value, resp, options.name),
+            Ok(Ran::Nil) => ctx.reply.null(),
+            Ok(Ran::Boolean(b)) => lua_to_reply(&Value::Boolean(b), ctx.reply, resp),
+            Ok(Ran::Number(n)) => lua_to_reply(&Value::Number(n), ctx.reply, resp),
+            Ok(Ran::String(text)) => ctx.reply.bulk(&text),
+            Ok(Ran::Table(value)) => lua_to_reply(&value, ctx.reply, resp),
+            Ok(Ran::Failed(value)) => self.reply_with(ctx, value, options.name),
             Err(error) => {
                 let message = sandbox::plain_message(&error);
                 let text = format!(
@@ -580,15 +618,19 @@ impl Engine {
                 ctx.reply.error(text.replace(['\r', '\n'], " ").as_bytes());
             }
         }
-        self.runs += 1;
-        if self.runs >= GC_PERIOD {
-            self.runs = 0;
-            // As Redis does: a step worth GC_PERIOD kilobytes every GC_PERIOD runs keeps
-            // the garbage of short scripts from piling up between full cycles.
+        // Once runs have left GC_BUDGET bytes of garbage, the cycle is finished here, in
+        // one go between two runs. Redis finishes one every 50 runs (its
+        // LUA_GC_CYCLE_PERIOD step), but a cycle marks the whole VM, which the sandbox
+        // makes about 66 KB here (29 KB in Redis): every 50 runs, the collector was a
+        // fifth of a lock release's instructions. Lua's own pacing (a cycle once the VM
+        // doubles) backs this up for a script that makes a lot of garbage in one run.
+        if self.lua.used_memory() > self.gc_floor + GC_BUDGET {
+            // A step of 1 GB of debt runs until the cycle ends.
             let _ = match &self.collect {
-                Some(collect) => collect.call::<()>(("step", GC_PERIOD)),
-                None => self.lua.gc_step().map(|_| ()),
+                Some(collect) => collect.call::<()>(("step", 1 << 20)),
+                None => self.lua.gc_collect(),
             };
+            self.gc_floor = self.lua.used_memory();
         }
     }
 
@@ -601,7 +643,7 @@ impl Engine {
         keys: &[Bytes],
         args: &[Bytes],
         options: &RunOptions<'_>,
-    ) -> mlua::Result<(bool, Value, u8)> {
+    ) -> mlua::Result<Ran> {
         let lua = &self.lua;
         let active = &self.active;
         active.resp.store(2, Ordering::Relaxed);
@@ -618,50 +660,41 @@ impl Engine {
             deny_oom: !options.allow_oom && ctx.server.out_of_memory(),
         };
         let run_state = self.run.clone();
-        let mut dispatch = |lua: &Lua, kind: HostCall, words: MultiValue| -> mlua::Result<Value> {
+        let mut dispatch = |kind: HostCall, args: &[Bytes]| -> HostReply {
             match kind {
                 HostCall::Call | HostCall::PCall => {
                     let resp = active.resp.load(Ordering::Relaxed);
-                    let (ok, value) = script_command(lua, ctx, resp, words, rules, &run_state)?;
-                    if ok || kind == HostCall::PCall {
-                        return Ok(value);
+                    match crate::gate::script_call(ctx, args, resp, rules, &run_state) {
+                        Ok(reply) => HostReply::Reply(reply),
+                        // Refusals read like Redis' `luaPushError`: "ERR " and the text.
+                        // The gatekeeper counted them in the error statistics already.
+                        Err(message) => HostReply::Refused {
+                            message,
+                            counted: true,
+                        },
                     }
-                    let text = match &value {
-                        Value::Table(table) => error_info(table).message.unwrap_or_default(),
-                        _ => Vec::new(),
-                    };
-                    Err(mlua::Error::external(sandbox::RaisedReply(text)))
                 }
-                // redis.acl_check_cmd: whether the script's user may run a command (nil
+                // redis.acl_check_cmd: whether the script's user may run a command (None
                 // when there is no such command).
-                HostCall::AclCheck => {
-                    let Ok(args) = words_to_args(&words) else {
-                        return Ok(Value::Nil);
-                    };
-                    Ok(match crate::gate::command_for_script(&args) {
-                        Ok(command) => {
-                            Value::Boolean(ctx.client.user.check(command, &args).is_none())
-                        }
-                        Err(_) => Value::Nil,
-                    })
-                }
+                HostCall::AclCheck => HostReply::Allowed(
+                    crate::gate::command_for_script(args)
+                        .ok()
+                        .map(|command| ctx.client.user.check(command, args).is_none()),
+                ),
             }
         };
-        let (ok, value) = {
-            let mut dispatch: &mut Dispatch<'_> = &mut dispatch;
+        let mut dispatch: &mut Dispatch<'_> = &mut dispatch;
+        let ran = {
             let _active = active.enter(&mut dispatch);
             let globals = options.eval.then_some(&self.sandbox.safe);
-            run_raw(lua, &self.sandbox.handler, function, globals, keys, args)?
+            raw::run(lua, &self.sandbox.handler, function, globals, keys, args)
         };
-        Ok((ok, value, active.resp.load(Ordering::Relaxed)))
+        active.resume_panic();
+        ran
     }
 
-    /// The reply of a finished run: its value, or its error with where it happened.
-    fn reply_with(&self, ctx: &mut Ctx<'_, '_>, ok: bool, value: Value, resp: u8, name: &str) {
-        if ok {
-            lua_to_reply(&value, ctx.reply, resp);
-            return;
-        }
+    /// The reply of a failed run: its error, with where it happened.
+    fn reply_with(&self, ctx: &mut Ctx<'_, '_>, value: Value, name: &str) {
         match value {
             Value::Table(table) => {
                 let info = error_info(&table);
@@ -708,75 +741,6 @@ fn truncate_chars(text: &str, max: usize) -> &str {
     }
 }
 
-/// Runs a script function under the error handler: EVAL's with `KEYS` and `ARGV` set in
-/// `globals`, a function's with them as its two arguments. Returns `true` and the
-/// function's first result, or `false` and what the handler made of the error.
-///
-/// All of it happens in one protected call on Lua's stack. Through mlua's safe API every
-/// table, string and field store is a protected call of its own, with stack checks and
-/// reference slots, and a Lua runner around `xpcall` adds a frame: for the lock release
-/// script (one key, one argument) those were about a third of the run (callgrind:
-/// 20,700 instructions per pipelined EVALSHA before, 16,200 after; redis-server 16,100).
-/// `KEYS` and `ARGV` stay set after the run until the next one replaces them (no script
-/// can see the difference: every EVAL sets both before its script starts).
-#[allow(unsafe_code)]
-fn run_raw(
-    lua: &Lua,
-    handler: &Function,
-    function: &Function,
-    globals: Option<&Table>,
-    keys: &[Bytes],
-    args: &[Bytes],
-) -> mlua::Result<(bool, Value)> {
-    use mlua::ffi;
-    const HANDLER: i32 = 1;
-    const FUNCTION: i32 = 2;
-    const GLOBALS: i32 = 3;
-    const KEYS: i32 = 4;
-    const ARGV: i32 = 5;
-    let eval = globals.is_some();
-    // SAFETY: `exec_raw` runs the closure inside a protected call, with its arguments at
-    // stack slots 1 to 3; a Lua error raised by these functions (out of memory, a stack
-    // that cannot grow) unwinds to that call and comes back as an `Err`. The closure owns
-    // nothing that needs dropping (it only borrows), so being unwound past is harmless.
-    // Every push is covered by the `luaL_checkstack` before it, which raises instead of
-    // overflowing; `lua_pushlstring` copies the bytes before it returns. The script's own
-    // errors are caught by `lua_pcall` and left on the stack as the handler's table. What
-    // the closure leaves on the stack (the status, then the results) is what `exec_raw`
-    // converts.
-    unsafe {
-        lua.exec_raw::<(bool, Value)>((handler, function, globals), |state| {
-            ffi::luaL_checkstack(state, 8, c"script arguments".as_ptr());
-            for items in [keys, args] {
-                ffi::lua_createtable(state, items.len().try_into().unwrap_or(0), 0);
-                for (index, item) in items.iter().enumerate() {
-                    ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
-                    ffi::lua_rawseti(state, -2, (index + 1) as ffi::lua_Integer);
-                }
-            }
-            ffi::lua_pushvalue(state, FUNCTION);
-            let status = if eval {
-                ffi::lua_pushvalue(state, KEYS);
-                ffi::lua_setfield(state, GLOBALS, c"KEYS".as_ptr());
-                ffi::lua_pushvalue(state, ARGV);
-                ffi::lua_setfield(state, GLOBALS, c"ARGV".as_ptr());
-                ffi::lua_pcall(state, 0, 1, HANDLER)
-            } else {
-                ffi::lua_pushvalue(state, KEYS);
-                ffi::lua_pushvalue(state, ARGV);
-                ffi::lua_pcall(state, 2, 1, HANDLER)
-            };
-            // The first result (or the error) is above ARGV, as in Redis, which takes only
-            // a script's first return value: it moves to slot 2, the status to slot 1,
-            // and the rest goes.
-            ffi::lua_replace(state, FUNCTION);
-            ffi::lua_pushboolean(state, i32::from(status == 0));
-            ffi::lua_replace(state, HANDLER);
-            ffi::lua_settop(state, 2);
-        })
-    }
-}
-
 /// The count hook: marks the script busy past the threshold, stops it when killed. Once
 /// killed it fires on every line, so that a `pcall` cannot swallow the kill for long.
 fn check_run(lua: &Lua, run: &RunState, threshold_ms: u64) -> mlua::Result<VmState> {
@@ -817,45 +781,6 @@ fn refused_by_state(ctx: &Ctx<'_, '_>, flags: &ScriptFlags) -> Option<&'static [
     }
     let may_grow = may_write && !flags.allow_oom;
     (may_grow && ctx.server.out_of_memory()).then_some(crate::commands::err::OOM)
-}
-
-/// `redis.call` / `redis.pcall` for the running script: `(true, reply)`, or `(false,
-/// error table)` (the Lua side raises it for `call`).
-fn script_command(
-    lua: &Lua,
-    ctx: &mut Ctx<'_, '_>,
-    resp: u8,
-    words: MultiValue,
-    rules: CallRules,
-    run: &RunState,
-) -> mlua::Result<(bool, Value)> {
-    // Refusals read like Redis' `luaPushError`: "ERR " and the text. Those of the
-    // gatekeeper were counted in the error statistics already; the script's reply must
-    // not count them again.
-    let refusal = |message: &[u8], counted: bool| -> mlua::Result<(bool, Value)> {
-        let table = lua.create_table()?;
-        table.raw_set("err", lua.create_string(sandbox::error_text(message))?)?;
-        if counted {
-            table.raw_set("ignore_error_stats_update", true)?;
-        }
-        Ok((false, Value::Table(table)))
-    };
-    let fail = |message: &[u8]| refusal(message, false);
-    let args = match words_to_args(&words) {
-        Ok(args) => args,
-        Err(message) => return fail(message),
-    };
-    match crate::gate::script_call(ctx, &args, resp, rules, run) {
-        Ok(frame) => {
-            let is_error = matches!(
-                frame,
-                latch_protocol::Frame::Error(_) | latch_protocol::Frame::BulkError(_)
-            );
-            let value = frame_to_lua(lua, &frame, resp)?;
-            Ok((!is_error, value))
-        }
-        Err(message) => refusal(&message, true),
-    }
 }
 
 /// A `redis.call` argument list as command arguments, or Redis' complaint about it.

@@ -15,6 +15,7 @@ pub mod convert;
 pub mod engine;
 pub mod functions;
 pub mod libs;
+mod raw;
 pub mod sandbox;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
