@@ -56,56 +56,101 @@ pub struct CommandTable {
 }
 
 /// Top-level names to ids, any case. Every request looks its name up here (twice, with
-/// the prefetch), so the lookup neither copies nor lower-cases the name and uses a cheap
-/// case-folding hash rather than SipHash: the names are fixed when the table is built and
-/// the slots stay at most a quarter full, so no choice of names a client sends can make a
-/// probe run longer than the longest run of the built table.
+/// the prefetch), so a lookup neither copies the name to the heap nor compares it byte by
+/// byte: the name is read as three 8-byte words, lower-cased a word at a time, hashed with
+/// one multiply and compared as words. Command names are at most [`NAME_WORDS`] words long.
+/// The slots stay at most a quarter full, so no choice of names a client sends can make
+/// a probe run longer than the longest run of the built table.
 #[derive(Debug)]
 struct NameIndex {
-    /// `(name, id)`; an empty name marks a free slot. A power-of-two count.
-    slots: Vec<(&'static str, usize)>,
+    /// An empty slot has length 0. A power-of-two count.
+    slots: Vec<NameSlot>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct NameSlot {
+    /// The name, lower-case, zero-padded.
+    words: [u64; NAME_WORDS],
+    len: usize,
+    id: usize,
+}
+
+/// Words of the longest command name (`georadiusbymember_ro` is 20 bytes).
+const NAME_WORDS: usize = 3;
+
+/// `name` lower-cased (ASCII letters only) and zero-padded into words, or `None` when it
+/// is empty or longer than any command name.
+fn name_words(name: &[u8]) -> Option<[u64; NAME_WORDS]> {
+    if name.is_empty() || name.len() > NAME_WORDS * 8 {
+        return None;
+    }
+    let mut bytes = [0u8; NAME_WORDS * 8];
+    bytes[..name.len()].copy_from_slice(name);
+    let mut words = [0u64; NAME_WORDS];
+    for (word, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(chunk);
+        *word = ascii_lower(u64::from_le_bytes(eight));
+    }
+    Some(words)
+}
+
+/// Each byte of `word` in `A..=Z` gets its case bit; every other byte stays as it is.
+fn ascii_lower(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Each byte's low seven bits plus a bias sets its top bit when it reaches the bound;
+    // no byte carries into the next (127 + 0x3f < 256).
+    let low = word & !HIGH;
+    let at_least_a = low + ONES * u64::from(0x80 - b'A');
+    let past_z = low + ONES * u64::from(0x80 - b'Z' - 1);
+    let upper = at_least_a & !past_z & !word & HIGH;
+    word | (upper >> 2)
 }
 
 impl NameIndex {
     fn new(names: &[(&'static str, usize)]) -> NameIndex {
         let size = (names.len() * 4).next_power_of_two().max(8);
         let mut index = NameIndex {
-            slots: vec![("", 0); size],
+            slots: vec![NameSlot::default(); size],
         };
         for &(name, id) in names {
-            assert!(!name.is_empty(), "a command without a name");
+            let words = name_words(name.as_bytes())
+                .unwrap_or_else(|| panic!("command name {name:?} is empty or too long"));
             assert!(
                 index.get(name.as_bytes()).is_none(),
                 "command {name} declared twice"
             );
-            let mut at = index.home(name.as_bytes());
-            while !index.slots[at].0.is_empty() {
+            let mut at = index.home(&words);
+            while index.slots[at].len != 0 {
                 at = (at + 1) & (size - 1);
             }
-            index.slots[at] = (name, id);
+            index.slots[at] = NameSlot {
+                words,
+                len: name.len(),
+                id,
+            };
         }
         index
     }
 
-    /// FNV-1a over the bytes with the ASCII case bit set, so `GET` and `get` meet.
-    fn home(&self, name: &[u8]) -> usize {
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for &byte in name {
-            hash = (hash ^ u64::from(byte | 0x20)).wrapping_mul(0x0100_0000_01b3);
-        }
-        (hash as usize) & (self.slots.len() - 1)
+    fn home(&self, words: &[u64; NAME_WORDS]) -> usize {
+        let mixed = words[0] ^ words[1].rotate_left(21) ^ words[2].rotate_left(42);
+        let hash = mixed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (hash >> 32) as usize & (self.slots.len() - 1)
     }
 
     fn get(&self, name: &[u8]) -> Option<usize> {
+        let words = name_words(name)?;
         let mask = self.slots.len() - 1;
-        let mut at = self.home(name);
+        let mut at = self.home(&words);
         loop {
-            let (entry, id) = self.slots[at];
-            if entry.is_empty() {
+            let slot = &self.slots[at];
+            if slot.len == 0 {
                 return None;
             }
-            if entry.len() == name.len() && entry.as_bytes().eq_ignore_ascii_case(name) {
-                return Some(id);
+            if slot.len == name.len() && slot.words == words {
+                return Some(slot.id);
             }
             at = (at + 1) & mask;
         }
@@ -236,15 +281,46 @@ mod tests {
     /// How many slots a lookup of `name` reads before it finds it or a free slot.
     fn probes(index: &NameIndex, name: &[u8]) -> usize {
         let mask = index.slots.len() - 1;
-        let mut at = index.home(name);
+        let words = name_words(name).unwrap();
+        let mut at = index.home(&words);
         let mut count = 1;
-        while !index.slots[at].0.is_empty()
-            && !index.slots[at].0.as_bytes().eq_ignore_ascii_case(name)
-        {
+        while index.slots[at].len != 0 && index.slots[at].words != words {
             at = (at + 1) & mask;
             count += 1;
         }
         count
+    }
+
+    /// Word-wise lower-casing agrees with the byte-wise one on every byte value, and a
+    /// name that differs from a command's only in a non-letter's case bit is not it.
+    #[test]
+    fn names_fold_exactly_as_ascii_lowercase() {
+        for byte in 0..=255u8 {
+            let word = u64::from_le_bytes([byte, b'Q', 0x7f, 0xc1, b'@', b'[', b'`', b'{']);
+            let folded = ascii_lower(word).to_le_bytes();
+            let expected =
+                [byte, b'Q', 0x7f, 0xc1, b'@', b'[', b'`', b'{'].map(|b| b.to_ascii_lowercase());
+            assert_eq!(folded, expected, "byte {byte:#04x}");
+        }
+        let table = table();
+        for near in [
+            &b"georadius\x7fro"[..],
+            b"GEORADIUS_RO",
+            b"set\0",
+            b"SE\x14",
+        ] {
+            let expected = std::str::from_utf8(near)
+                .ok()
+                .map(str::to_ascii_lowercase)
+                .and_then(|name| {
+                    table
+                        .top_level()
+                        .find(|c| c.spec.name == name)
+                        .map(|c| c.id)
+                });
+            assert_eq!(table.lookup(near).map(|c| c.id), expected, "{near:?}");
+        }
+        assert!(table.lookup(&[b'a'; 25]).is_none());
     }
 
     #[test]
