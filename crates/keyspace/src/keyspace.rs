@@ -10,11 +10,11 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::clock::{Clock, Deadline, Now};
+use crate::clock::{Clock, Deadline, Now, Tick};
 use crate::slot::Slot;
 use crate::table::{Found, Table};
 use crate::value::{Entry, Value};
@@ -254,7 +254,7 @@ pub struct Locked<'a> {
     pub expired_keys: Vec<(usize, Box<[u8]>)>,
     /// When `now` was read: the first command run under the view takes it as its start
     /// time, so timing it costs no second clock read.
-    pub read_at: Option<Instant>,
+    pub read_at: Option<Tick>,
 }
 
 impl Keyspace {

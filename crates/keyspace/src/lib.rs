@@ -18,7 +18,7 @@ pub mod table;
 pub mod value;
 pub mod zset;
 
-pub use clock::{Clock, Deadline, Now};
+pub use clock::{Clock, Deadline, Now, Tick};
 pub use keyspace::{Effects, KeyWaiter, Keyspace, Locked, LongWait, Snapshot, Woken};
 pub use slot::Slot;
 pub use stream::Stream;

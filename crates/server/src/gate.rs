@@ -21,10 +21,10 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
-use latch_keyspace::{Effects, KeyWaiter, Locked};
+use latch_keyspace::{Effects, KeyWaiter, Locked, Tick};
 use latch_protocol::Reply;
 
 use crate::client::{BlockRequest, Client, Queued, ReplyMode, Waiter};
@@ -788,7 +788,7 @@ fn run_command(
     keys: &mut Locked<'_>,
 ) -> Ran {
     let spec = command.spec;
-    let started = keys.read_at.take().unwrap_or_else(Instant::now);
+    let started = keys.read_at.take().unwrap_or_else(Tick::now);
     client.errors_mark = reply.error_count();
     keys.touch = !client.shared.no_touch.load(Ordering::Relaxed);
     keys.effects = Effects::default();
@@ -842,7 +842,7 @@ fn run_command(
     let failed = reply.error_count() != client.errors_mark;
     client.errors_mark = reply.error_count();
     Ran {
-        elapsed_us: started.elapsed().as_micros() as u64,
+        elapsed_us: started.elapsed_us(),
         failed,
     }
 }
