@@ -48,21 +48,33 @@ pub enum Outcome {
 /// cache misses overlap instead of coming one after another: first every key's slots, then
 /// (they have had time to arrive) each key's bytes and string value. Keys as the key specs
 /// find them, at most [`PREFETCH_KEYS`] per batch.
-pub fn prefetch(server: &Server, client: &Client, batch: &[Vec<Bytes>]) {
+///
+/// `found` gets each command's table entry, so that running it does not look its name up
+/// again (an entry left `None` is looked up then).
+pub fn prefetch(
+    server: &Server,
+    client: &Client,
+    batch: &[Vec<Bytes>],
+    found: &mut [Option<&'static Command>],
+) {
     let mut hashes = [0u64; PREFETCH_KEYS];
     let mut keys: [&[u8]; PREFETCH_KEYS] = [&[]; PREFETCH_KEYS];
     let mut count = 0;
     let table = table();
-    for args in batch {
+    for (args, found) in batch.iter().zip(found.iter_mut()) {
         if count == PREFETCH_KEYS {
             break;
         }
-        if args.len() < 2 {
+        if args.is_empty() {
             continue;
         }
         let Some(command) = table.lookup(&args[0]) else {
             continue;
         };
+        *found = Some(command);
+        if args.len() < 2 {
+            continue;
+        }
         if command.spec.lock != LockPlan::Keys {
             continue;
         }
@@ -86,8 +98,15 @@ pub fn prefetch(server: &Server, client: &Client, batch: &[Vec<Bytes>]) {
 /// Most keys one batch prefetches (more would evict what the first ones brought in).
 const PREFETCH_KEYS: usize = 64;
 
-/// Runs one command from a client and writes its reply (unless replies are off).
-pub fn execute(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Bytes]) -> Outcome {
+/// Runs one command from a client and writes its reply (unless replies are off). `found`:
+/// the top-level command `args[0]` names, when [`prefetch`] looked it up already.
+pub fn execute(
+    server: &Server,
+    client: &mut Client,
+    reply: &mut Reply,
+    args: &[Bytes],
+    found: Option<&'static Command>,
+) -> Outcome {
     if args.is_empty() {
         return Outcome::Done;
     }
@@ -97,7 +116,7 @@ pub fn execute(server: &Server, client: &mut Client, reply: &mut Reply, args: &[
         client.reply_mode = ReplyMode::On;
     }
     let errors_before = reply.error_count();
-    if let Outcome::Deferred { until_end } = dispatch(server, client, reply, args) {
+    if let Outcome::Deferred { until_end } = dispatch(server, client, reply, args, found) {
         if client.reply_mode == ReplyMode::On && suppress {
             // SKIP was consumed above; the command will come back for it.
             client.reply_mode = ReplyMode::Skip;
@@ -162,8 +181,13 @@ pub fn resolve<'t>(args: &[Bytes], reply: &mut Reply) -> Option<&'t Command> {
 
 /// Finds the command (and subcommand) and checks its arity; the error text otherwise.
 fn lookup<'t>(args: &[Bytes]) -> Result<&'t Command, Vec<u8>> {
+    lookup_from(args, None)
+}
+
+/// [`lookup`], starting from the top-level command when the caller found it already.
+fn lookup_from<'t>(args: &[Bytes], found: Option<&'t Command>) -> Result<&'t Command, Vec<u8>> {
     let table = table();
-    let Some(command) = table.lookup(&args[0]) else {
+    let Some(command) = found.or_else(|| table.lookup(&args[0])) else {
         return Err(unknown_command(args));
     };
     let command = if command.spec.subcommands.is_empty() {
@@ -251,8 +275,14 @@ fn special() -> &'static Special {
     })
 }
 
-fn dispatch(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Bytes]) -> Outcome {
-    let command = match lookup(args) {
+fn dispatch(
+    server: &Server,
+    client: &mut Client,
+    reply: &mut Reply,
+    args: &[Bytes],
+    found: Option<&'static Command>,
+) -> Outcome {
+    let command = match lookup_from(args, found) {
         Ok(command) => command,
         Err(message) => {
             let known = table().lookup(&args[0]);

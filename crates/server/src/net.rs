@@ -313,11 +313,12 @@ async fn connection<S>(
                     break;
                 }
             }
+            let mut found = [None; MAX_BATCH];
             if parsed > 1 {
-                gate::prefetch(&server, &client, &batch[..parsed]);
+                gate::prefetch(&server, &client, &batch[..parsed], &mut found);
             }
-            for args in batch.iter_mut().take(parsed) {
-                let ok = execute(&server, &mut client, &mut reply, args).await;
+            for (args, found) in batch.iter_mut().take(parsed).zip(found) {
+                let ok = execute(&server, &mut client, &mut reply, args, found).await;
                 // Dropped now: the arguments share the input buffer's memory.
                 args.clear();
                 if !ok {
@@ -435,9 +436,15 @@ pub(crate) fn with_runtime<R>(f: impl FnOnce(&tokio::runtime::Handle) -> R) -> O
 
 /// Runs one command through the gatekeeper; when a script holds the server, waits (without
 /// holding the thread) and runs it again. False when the connection must close meanwhile.
-async fn execute(server: &Server, client: &mut Client, reply: &mut Reply, args: &[Bytes]) -> bool {
+async fn execute(
+    server: &Server,
+    client: &mut Client,
+    reply: &mut Reply,
+    args: &[Bytes],
+    found: Option<&'static crate::table::Command>,
+) -> bool {
     loop {
-        match gate::execute(server, client, reply, args) {
+        match gate::execute(server, client, reply, args, found) {
             gate::Outcome::Done => return true,
             gate::Outcome::Deferred { until_end } => {
                 tokio::select! {
@@ -532,7 +539,7 @@ impl Blocked<'_> {
             match event {
                 BlockEvent::Retry => {
                     let args = block.args.clone();
-                    if !execute(server, client, reply, &args).await {
+                    if !execute(server, client, reply, &args, None).await {
                         return false;
                     }
                     await_woken(std::mem::take(&mut client.woken), Some(&waiter)).await;
