@@ -1,7 +1,7 @@
 //! Conversions between replies and Lua values, as Redis' `redisProtocolToLuaType` and
 //! `luaReplyToRedisReply` do them.
 //!
-//! A command's reply reaches Lua as: integer → number; bulk → string; array → table;
+//! A command's reply reaches Lua (`raw.rs` pushes it) as: integer → number; bulk → string; array → table;
 //! status → `{ok=...}`; error → `{err=...}`; null → false (RESP2) or nil (RESP3); and in
 //! RESP3 map → `{map={...}}`, set → `{set={member=true}}`, double → `{double=n}`, boolean →
 //! boolean, big number → `{big_number=...}`, verbatim → `{verbatim_string={...}}`.

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use latch_protocol::format_double_g17;
 use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value, VmState};
 
 use super::convert::{error_info, lua_to_reply};
@@ -200,7 +199,6 @@ pub(super) struct ActiveRun {
     /// A panic of a command `redis.call` ran, caught before it could unwind through Lua
     /// (which would leave the VM inconsistent); the run resumes it once Lua is done.
     panic: std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>>,
-    panicked: std::sync::atomic::AtomicBool,
 }
 
 impl Default for ActiveRun {
@@ -209,7 +207,6 @@ impl Default for ActiveRun {
             current: AtomicPtr::new(std::ptr::null_mut()),
             resp: AtomicU8::new(2),
             panic: std::sync::Mutex::new(None),
-            panicked: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -262,7 +259,6 @@ impl ActiveRun {
                 if let Ok(mut slot) = self.panic.lock() {
                     slot.get_or_insert(payload);
                 }
-                self.panicked.store(true, Ordering::Release);
                 Some(HostReply::Refused {
                     message: b"ERR the command panicked".to_vec(),
                     counted: false,
@@ -273,9 +269,6 @@ impl ActiveRun {
 
     /// Goes on with a panic a command raised during the run, if one did.
     pub(super) fn resume_panic(&self) {
-        if !self.panicked.swap(false, Ordering::AcqRel) {
-            return;
-        }
         let payload = self.panic.lock().ok().and_then(|mut slot| slot.take());
         if let Some(payload) = payload {
             std::panic::resume_unwind(payload);
@@ -786,25 +779,18 @@ fn refused_by_state(ctx: &Ctx<'_, '_>, flags: &ScriptFlags) -> Option<&'static [
 /// A `redis.call` argument list as command arguments, or Redis' complaint about it.
 fn words_to_args(words: &MultiValue) -> Result<Vec<Bytes>, &'static [u8]> {
     if words.is_empty() {
-        return Err(b"Please specify at least one argument for this redis lib call");
+        return Err(raw::NO_ARGUMENTS);
     }
     let mut args = Vec::with_capacity(words.len());
     for word in words.iter() {
         match word {
             Value::String(text) => args.push(Bytes::copy_from_slice(&text.as_bytes())),
-            Value::Integer(n) => args.push(number_arg(*n as f64)),
-            Value::Number(n) => args.push(number_arg(*n)),
-            _ => return Err(b"Lua redis lib command arguments must be strings or integers"),
+            Value::Integer(n) => args.push(raw::number_arg(*n as f64)),
+            Value::Number(n) => args.push(raw::number_arg(*n)),
+            _ => return Err(raw::BAD_ARGUMENT),
         }
     }
     Ok(args)
-}
-
-/// A number argument as Redis passes it to a command (`%.17g`, not Lua's `%.14g`).
-fn number_arg(n: f64) -> Bytes {
-    let mut text = Vec::with_capacity(24);
-    format_double_g17(n, &mut text);
-    Bytes::from(text)
 }
 
 fn log_from_script(level: u8, text: &str) {

@@ -240,24 +240,33 @@ unsafe fn serve(state: *mut ffi::lua_State, active: &ActiveRun, pcall: bool) -> 
     }
 }
 
+/// Redis' complaint about a `redis.call` (or `redis.acl_check_cmd`) without arguments.
+pub const NO_ARGUMENTS: &[u8] = b"Please specify at least one argument for this redis lib call";
+/// ... and about an argument that is neither a string nor a number.
+pub const BAD_ARGUMENT: &[u8] = b"Lua redis lib command arguments must be strings or integers";
+
+/// A number argument as Redis passes it to a command (`%.17g`, not Lua's `%.14g`, which
+/// loses digits).
+pub fn number_arg(n: f64) -> Bytes {
+    let mut text = Vec::with_capacity(24);
+    format_double_g17(n, &mut text);
+    Bytes::from(text)
+}
+
 /// The arguments of a `redis.call`, as the command gets them: strings as they are,
-/// numbers as `%.17g` (Lua's own `%.14g` loses digits).
+/// numbers as [`number_arg`] writes them.
 #[allow(unsafe_code)]
 unsafe fn arguments(state: *mut ffi::lua_State) -> Result<Vec<Bytes>, &'static [u8]> {
     let count = ffi::lua_gettop(state);
     if count == 0 {
-        return Err(b"Please specify at least one argument for this redis lib call");
+        return Err(NO_ARGUMENTS);
     }
     let mut args = Vec::with_capacity(count as usize);
     for index in 1..=count {
         match ffi::lua_type(state, index) {
             ffi::LUA_TSTRING => args.push(Bytes::copy_from_slice(string_at(state, index))),
-            ffi::LUA_TNUMBER => {
-                let mut text = Vec::with_capacity(24);
-                format_double_g17(ffi::lua_tonumber(state, index), &mut text);
-                args.push(Bytes::from(text));
-            }
-            _ => return Err(b"Lua redis lib command arguments must be strings or integers"),
+            ffi::LUA_TNUMBER => args.push(number_arg(ffi::lua_tonumber(state, index))),
+            _ => return Err(BAD_ARGUMENT),
         }
     }
     Ok(args)
