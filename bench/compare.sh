@@ -15,10 +15,14 @@
 # with pipeline 1 and 16, and 1 client with pipeline 1. With persistence on, only the write
 # rows at 50 clients, pipeline 1. `--rows` keeps only the rows named (for a quick look at
 # one row: `--rows RELEASE --placements unpinned --persistence off --no-memory`).
+# With persistence off, each round also drives bench/ceiling.c, a responder that answers
+# +OK and does nothing else: its requests/s (ceil_rps) is the most redis-benchmark on this
+# machine produces for that row, and ceil/redis the highest latch/redis ratio the row can
+# show, whatever the server.
 # Then memory: RSS growth after loading 1M keys (16-byte keys, 32-byte values), per key.
 #
-# Needs redis-server, redis-benchmark, redis-cli (Debian: redis-server, redis-tools) and
-# taskset (util-linux); builds latch-server --release if missing.
+# Needs redis-server, redis-benchmark, redis-cli (Debian: redis-server, redis-tools),
+# taskset (util-linux) and gcc; builds latch-server --release if missing.
 set -euo pipefail
 
 rounds=3 quick=0 memory=1
@@ -44,7 +48,9 @@ done
 
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-need_tools redis-server redis-benchmark redis-cli taskset
+need_tools redis-server redis-benchmark redis-cli taskset gcc
+ceiling_bin=$work/ceiling
+gcc -O2 -o "$ceiling_bin" "$repo/bench/ceiling.c"
 [[ $(nproc) -ge 2 ]] || { echo "needs 2 cores for the pinned placement" >&2; exit 1; }
 ticks_per_second=$(getconf CLK_TCK)
 
@@ -59,7 +65,7 @@ requests_for() {
     esac
 }
 
-# start WHICH PLACEMENT MODE: a fresh server (redis or latch) in its own directory.
+# start WHICH PLACEMENT MODE: a fresh server (redis, latch or ceiling) in its own directory.
 start() {
     local which=$1 placement=$2 mode=$3 dir=$work/$RANDOM$RANDOM bin=redis-server
     [[ $which == latch ]] && bin=$latch_bin
@@ -68,8 +74,12 @@ start() {
     [[ $mode != off ]] && aof=(--appendonly yes --appendfsync "$mode")
     local pin=()
     [[ $placement == pinned ]] && pin=(taskset -c 0)
-    "${pin[@]}" "$bin" --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" "${aof[@]}" \
-        >/dev/null 2>&1 &
+    if [[ $which == ceiling ]]; then
+        "${pin[@]}" "$ceiling_bin" "$port" >/dev/null 2>&1 &
+    else
+        "${pin[@]}" "$bin" --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" "${aof[@]}" \
+            >/dev/null 2>&1 &
+    fi
     pid=$!
     for _ in $(seq 100); do
         redis-cli -p "$port" ping >/dev/null 2>&1 && return
@@ -103,15 +113,15 @@ bench() {
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "-" && b > 0) printf "%.2f", a / b; else print "-" }'; }
 
 all_rows="SET GET SETNX INCR MSET LOCK RELEASE"
 write_rows="SET SETNX INCR MSET LOCK RELEASE"
 shapes="c50-P1 c50-P16 c1-P1"
 
-printf '%-9s %-8s %-8s %-7s | %10s %10s %6s | %6s %6s | %6s %6s %6s | %7s %7s %6s\n' \
-    placement aof row shape redis_rps latch_rps ratio r_p50 l_p50 r_p99 l_p99 ratio \
-    r_cpu_us l_cpu_us ratio
+printf '%-9s %-8s %-8s %-7s | %10s %10s %6s | %10s %6s | %6s %6s | %6s %6s %6s | %7s %7s %6s\n' \
+    placement aof row shape redis_rps latch_rps ratio ceil_rps ceil/r r_p50 l_p50 r_p99 l_p99 \
+    ratio r_cpu_us l_cpu_us ratio
 for placement in $placements; do
     for mode in $persistence; do
         rows=$all_rows cells=$shapes
@@ -121,8 +131,10 @@ for placement in $placements; do
             [[ -n $rows ]] || continue
         fi
         rm -f "$work"/res.*
+        servers="redis latch"
+        [[ $mode == off ]] && servers="redis latch ceiling"
         for _ in $(seq "$rounds"); do
-            for which in redis latch; do
+            for which in $servers; do
                 start "$which" "$placement" "$mode"
                 load_release_script
                 for row in $rows; do
@@ -135,17 +147,18 @@ for placement in $placements; do
         done
         for row in $rows; do
             for shape in $cells; do
-                declare -A m=()
-                for which in redis latch; do
+                declare -A m=([ceiling.rps]=-)
+                for which in $servers; do
                     f=$work/res.$which.$row.$shape
                     m[$which.rps]=$(awk '{ print $1 }' "$f" | median)
                     m[$which.p50]=$(awk '{ print $2 }' "$f" | median)
                     m[$which.p99]=$(awk '{ print $3 }' "$f" | median)
                     m[$which.cpu]=$(awk '{ print $4 }' "$f" | median)
                 done
-                printf '%-9s %-8s %-8s %-7s | %10s %10s %6s | %6s %6s | %6s %6s %6s | %7s %7s %6s\n' \
+                printf '%-9s %-8s %-8s %-7s | %10s %10s %6s | %10s %6s | %6s %6s | %6s %6s %6s | %7s %7s %6s\n' \
                     "$placement" "$mode" "$row" "$shape" \
                     "${m[redis.rps]}" "${m[latch.rps]}" "$(ratio "${m[latch.rps]}" "${m[redis.rps]}")" \
+                    "${m[ceiling.rps]}" "$(ratio "${m[ceiling.rps]}" "${m[redis.rps]}")" \
                     "${m[redis.p50]}" "${m[latch.p50]}" \
                     "${m[redis.p99]}" "${m[latch.p99]}" "$(ratio "${m[latch.p99]}" "${m[redis.p99]}")" \
                     "${m[redis.cpu]}" "${m[latch.cpu]}" "$(ratio "${m[latch.cpu]}" "${m[redis.cpu]}")"

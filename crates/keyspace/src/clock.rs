@@ -57,6 +57,11 @@ impl Tick {
         Tick(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
     }
 
+    /// A reading of `nanos` (for tests of code that takes readings).
+    pub fn from_nanos(nanos: u64) -> Tick {
+        Tick(nanos)
+    }
+
     /// Nanoseconds from `earlier` to this reading (0 if `earlier` is later).
     pub fn nanos_since(self, earlier: Tick) -> u64 {
         self.0.saturating_sub(earlier.0)

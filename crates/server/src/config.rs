@@ -333,6 +333,9 @@ pub static OPTIONS: &[OptionDef] = &[
     // Latch's own: after an unclean shutdown, refuse writes this many milliseconds (the
     // Redlock page's "delayed restart"), 0 to never.
     opt("restart-delay", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
+    // Latch's own: microseconds the runtime keeps polling its sockets after a request
+    // before it sleeps (busy_poll.rs), 0 to never.
+    opt("busy-poll-us", None, 0, Kind::Number { min: 0, max: 1_000_000, unsigned: false, format: Format::Plain }, "50", Effect::Acts),
     opt("cluster-node-timeout", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "15000", Effect::Inert),
     opt("slowlog-log-slower-than", None, 0, Kind::Number { min: -1, max: I64_MAX, unsigned: false, format: Format::Plain }, "10000", Effect::Acts),
     opt("latency-monitor-threshold", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
@@ -1712,6 +1715,11 @@ impl Config {
     /// whose default, 1, is redis-server's one thread; see `main.rs`).
     pub fn io_threads(&self) -> usize {
         self.unsigned("io-threads").max(1) as usize
+    }
+
+    /// Microseconds to keep polling after a request before the runtime sleeps (0: never).
+    pub fn busy_poll_us(&self) -> u64 {
+        self.unsigned("busy-poll-us")
     }
 
     pub fn databases(&self) -> usize {

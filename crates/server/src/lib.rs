@@ -9,9 +9,11 @@
 //! - [`server`]: the state every connection shares.
 //! - [`stats`]: counters for INFO, and the slow log.
 //! - [`net`]: listeners, the connection loop, and background work.
+//! - [`busy_poll`]: polling a little before the runtime sleeps (`busy-poll-us`).
 //! - [`persistence`]: the AOF and RDB snapshots (formats in `latch-persist`).
 
 pub mod acl;
+pub mod busy_poll;
 pub mod client;
 pub mod commands;
 pub mod config;

@@ -71,6 +71,7 @@ pub async fn bind(server: &Server) -> anyhow::Result<(Vec<TcpListener>, Option<U
 
 /// Accepts connections until shutdown is requested.
 pub async fn serve(server: Arc<Server>, tcp: Vec<TcpListener>, unix: Option<UnixListener>) {
+    tokio::spawn(crate::busy_poll::run(server.clone()));
     for listener in tcp {
         let server = server.clone();
         tokio::spawn(async move {
@@ -276,6 +277,7 @@ async fn connection<S>(
         match read {
             Ok(0) | Err(_) => break,
             Ok(n) => {
+                crate::busy_poll::input_arrived();
                 server
                     .stats
                     .net_input_bytes
