@@ -11,7 +11,8 @@
 # per request of each server and latch/redis. The rows are those of bench/compare.sh:
 # SET, GET, SETNX, INCR, MSET, LOCK (SET k token NX PX 30000) and RELEASE (EVALSHA of the
 # compare-and-delete). Counts include everything the server did meanwhile (parsing,
-# replies, its cron), not the kernel.
+# replies, its cron), not the kernel. Latch runs with `busy-poll-us 0`: its polling
+# between requests depends on timing, and would make the count as noisy as a clock.
 #
 # Needs valgrind, redis-server, redis-benchmark, redis-cli and taskset; builds
 # latch-server --release if missing. A row takes about half a minute per server.
@@ -35,13 +36,13 @@ need_tools valgrind callgrind_control callgrind_annotate redis-server redis-benc
 
 # count WHICH ROW: prints the server's instructions per request for the row.
 count() {
-    local which=$1 row=$2 bin=redis-server dir=$work/$RANDOM$RANDOM
-    [[ $which == latch ]] && bin=$latch_bin
+    local which=$1 row=$2 bin=redis-server dir=$work/$RANDOM$RANDOM own=()
+    [[ $which == latch ]] && bin=$latch_bin own=(--busy-poll-us 0)
     mkdir -p "$dir"
     local out=$dir/callgrind.out
     taskset -c 0 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
         "$bin" --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no \
-        >"$dir/log" 2>&1 &
+        "${own[@]}" >"$dir/log" 2>&1 &
     pid=$!
     for _ in $(seq 200); do
         redis-cli -p "$port" ping >/dev/null 2>&1 && break
