@@ -58,6 +58,15 @@ impl Window {
         }
     }
 
+    /// The same window, opened again by input at `now`.
+    pub fn reopened(&self, inputs: u64, now: Tick) -> Window {
+        Window {
+            length_ns: self.length_ns,
+            inputs_seen: inputs,
+            last_input: now,
+        }
+    }
+
     /// Whether to poll once more, given the input count and the clock now.
     pub fn keep_polling(&mut self, inputs: u64, now: Tick) -> bool {
         if inputs != self.inputs_seen {
@@ -71,12 +80,11 @@ impl Window {
 /// The polling task: spawned once on the runtime, runs until the runtime stops.
 pub async fn run(server: Arc<Server>) {
     let mut epoch = u64::MAX;
-    let mut length_us = 0;
     let mut window = Window::new(0, 0, Tick::now());
     loop {
         if epoch != server.config.epoch() {
             epoch = server.config.epoch();
-            length_us = server.config.busy_poll_us();
+            let length_us = server.config.busy_poll_us();
             window = Window::new(length_us, INPUTS.load(Ordering::Relaxed), Tick::now());
         }
         if window.keep_polling(INPUTS.load(Ordering::Relaxed), Tick::now()) {
@@ -86,7 +94,7 @@ pub async fn run(server: Arc<Server>) {
         ASLEEP.store(true, Ordering::Relaxed);
         // A read between the store and this wait leaves a permit: no input is missed.
         WAKE.notified().await;
-        window = Window::new(length_us, INPUTS.load(Ordering::Relaxed), Tick::now());
+        window = window.reopened(INPUTS.load(Ordering::Relaxed), Tick::now());
     }
 }
 
@@ -110,6 +118,10 @@ mod tests {
         assert!(!window.keep_polling(8, at(2_000)));
         // Input after a quiet spell: polling again.
         assert!(window.keep_polling(9, at(2_001)));
+        // Woken by input after a sleep: the same 50 µs from the waking.
+        let mut woken = window.reopened(10, at(5_000));
+        assert!(woken.keep_polling(10, at(5_049)));
+        assert!(!woken.keep_polling(10, at(5_050)));
     }
 
     #[test]

@@ -181,19 +181,19 @@ impl Persistence {
         let Some(log) = self.aof() else {
             return;
         };
-        if on_single_worker() {
-            if log.policy() == aof::Fsync::Always {
-                // Every other connection with input this round runs (and appends) first,
-                // so the first one back writes and syncs for all of them: one fsync per
-                // round, as Redis syncs once before it sleeps. Without this each
-                // connection synced its own command (pinned, 50 clients: 1.5-2.8x
-                // redis-server's p99 on the lock rows).
-                tokio::task::yield_now().await;
-            }
-            log.write_through(offset);
+        let single_worker = on_single_worker();
+        if single_worker && log.policy() == aof::Fsync::Always {
+            // Every other connection with input this round runs (and appends) first, so
+            // the first one back writes and syncs for all of them: one fsync per round, as
+            // Redis syncs once before it sleeps. Without this each connection synced its
+            // own command (pinned, 50 clients: 1.5-2.8x redis-server's p99 on the lock
+            // rows).
+            tokio::task::yield_now().await;
+        }
+        log.write_through(offset);
+        if single_worker {
             log.sync_through(offset);
         } else {
-            log.write_through(offset);
             log.wait_synced(offset).await;
         }
     }
