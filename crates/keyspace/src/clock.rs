@@ -9,8 +9,9 @@
 //! A reading costs one clock read: the wall clock is the monotonic reading plus the wall
 //! time of the monotonic base, checked against the kernel's coarse wall clock (a few
 //! nanoseconds, no timer read) and re-read when they disagree by more than
-//! [`WALL_CHECK_MS`], so a wall-clock step is seen at once; [`Clock::resync_wall`] (each
-//! cron tick) catches steps smaller than that.
+//! [`WALL_CHECK_MS`], so a wall-clock step is seen by the next batch of commands (those of
+//! one batch share the check its first one made: [`Clock::now_from`]);
+//! [`Clock::resync_wall`] (each cron tick) catches steps smaller than that.
 
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -38,8 +39,9 @@ impl Now {
 }
 
 /// A reading of the monotonic clock (`CLOCK_MONOTONIC`, the clock `Instant` reads) in
-/// nanoseconds. Every command takes two (its `Now` and its duration); as plain integers
-/// they cost a third of what `Instant` and `Duration` arithmetic did per command.
+/// nanoseconds. Every command takes one, when it ends (its duration), which the next command
+/// of the same batch takes as its start and its `Now`; as plain integers they cost a third
+/// of what `Instant` and `Duration` arithmetic did per command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Tick(u64);
 
@@ -135,21 +137,32 @@ impl Clock {
     /// A reading and the tick it was taken at (what a command's duration is measured from).
     pub fn now_at(&self) -> (Now, Tick) {
         let at = Tick::now();
+        (self.reading(at, true), at)
+    }
+
+    /// The reading at `at`, a monotonic reading made moments ago, in a stretch of work that
+    /// began with a [`Clock::now_at`] (the commands of one batch of input): the wall clock is
+    /// not checked against the coarse one again, so a step during the stretch is seen by the
+    /// next one.
+    pub fn now_from(&self, at: Tick) -> Now {
+        self.reading(at, false)
+    }
+
+    fn reading(&self, at: Tick, check_wall: bool) -> Now {
         let elapsed_ns = at.nanos_since(self.base);
         let mono_ms = ((elapsed_ns / 1_000_000) as i64
             + self.mono_offset_ms.load(Ordering::Relaxed))
         .max(0) as u64
             + 1;
         let mut wall_us = self.wall_at_base_us.load(Ordering::Relaxed) + (elapsed_ns / 1000) as i64;
-        if (wall_us / 1000 - coarse_wall_ms()).abs() > WALL_CHECK_MS {
+        if check_wall && (wall_us / 1000 - coarse_wall_ms()).abs() > WALL_CHECK_MS {
             wall_us = self.resync_at(at);
         }
-        let now = Now {
+        Now {
             mono_ms,
             wall_ms: wall_us.div_euclid(1000) + self.wall_offset_ms.load(Ordering::Relaxed),
             loading: false,
-        };
-        (now, at)
+        }
     }
 
     /// Re-reads the wall clock (each cron tick), so a step too small for the coarse check is
@@ -259,6 +272,20 @@ mod tests {
             "{by_tick} vs {by_instant}"
         );
         assert_eq!(tick.nanos_since(Tick::now()), 0);
+    }
+
+    /// A carried reading gives what the clock gave at that tick, offsets as they are now.
+    #[test]
+    fn now_from_is_the_reading_of_its_tick() {
+        let clock = Clock::new();
+        let (now, at) = clock.now_at();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert_eq!(clock.now_from(at), now);
+        assert!(clock.now().mono_ms >= now.mono_ms + 5);
+        clock.advance(1_000);
+        let moved = clock.now_from(at);
+        assert_eq!(moved.mono_ms, now.mono_ms + 1_000);
+        assert_eq!(moved.wall_ms, now.wall_ms + 1_000);
     }
 
     #[test]

@@ -395,6 +395,17 @@ impl Keyspace {
 
     /// Locks the shards holding `keys` (any order, duplicates allowed).
     pub fn lock_keys<'a, K: AsRef<[u8]>>(&'a self, keys: &[K]) -> Locked<'a> {
+        self.lock_keys_at(keys, None)
+    }
+
+    /// [`Keyspace::lock_keys`], with the view's time taken from `reading` when given: a
+    /// monotonic reading made just before (the end of the command before it in the same
+    /// batch), so that the view costs no clock read of its own.
+    pub fn lock_keys_at<'a, K: AsRef<[u8]>>(
+        &'a self,
+        keys: &[K],
+        reading: Option<Tick>,
+    ) -> Locked<'a> {
         if !keys.is_empty() {
             enter_locking();
         }
@@ -416,19 +427,26 @@ impl Keyspace {
                 }
             }
         };
-        self.view(guards)
+        self.view(guards, reading)
     }
 
     /// Locks every shard: the caller runs alone.
     pub fn lock_all(&self) -> Locked<'_> {
+        self.lock_all_at(None)
+    }
+
+    /// [`Keyspace::lock_all`], with the view's time from `reading` as in
+    /// [`Keyspace::lock_keys_at`].
+    pub fn lock_all_at(&self, reading: Option<Tick>) -> Locked<'_> {
         enter_locking();
         let shards: Vec<usize> = (0..self.shards.len()).collect();
-        self.view(Guards::All(
+        let guards = Guards::All(
             self.lock_ordered(&shards)
                 .into_iter()
                 .map(|(_, guard)| guard)
                 .collect(),
-        ))
+        );
+        self.view(guards, reading)
     }
 
     /// Locks `shards` (ascending, no duplicates). Whoever holds a shard never blocks on one
@@ -481,6 +499,16 @@ impl Keyspace {
     /// while holding another shard ([`Keyspace::lock_ordered`]), so the script's late locks
     /// cannot deadlock. Exclusive views must not overlap.
     pub fn lock_exclusive<K: AsRef<[u8]>>(&self, keys: &[K]) -> Locked<'_> {
+        self.lock_exclusive_at(keys, None)
+    }
+
+    /// [`Keyspace::lock_exclusive`], with the view's time from `reading` as in
+    /// [`Keyspace::lock_keys_at`].
+    pub fn lock_exclusive_at<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        reading: Option<Tick>,
+    ) -> Locked<'_> {
         enter_locking();
         let was = self.exclusive.swap(true, Ordering::AcqRel);
         debug_assert!(!was, "two exclusive views at once");
@@ -491,7 +519,7 @@ impl Keyspace {
             .into_iter()
             .map(|shard| (shard, self.lock_for_exclusive(shard)))
             .collect();
-        let mut view = self.view(Guards::Some(guards));
+        let mut view = self.view(Guards::Some(guards), reading);
         view.exclusive = true;
         view
     }
@@ -504,11 +532,20 @@ impl Keyspace {
 
     /// A view that holds nothing, for commands that touch no key.
     pub fn lock_none(&self) -> Locked<'_> {
-        self.view(Guards::None)
+        self.lock_none_at(None)
     }
 
-    fn view<'a>(&'a self, guards: Guards<'a>) -> Locked<'a> {
-        let (mut now, read_at) = self.clock.now_at();
+    /// [`Keyspace::lock_none`], with the view's time from `reading` as in
+    /// [`Keyspace::lock_keys_at`].
+    pub fn lock_none_at(&self, reading: Option<Tick>) -> Locked<'_> {
+        self.view(Guards::None, reading)
+    }
+
+    fn view<'a>(&'a self, guards: Guards<'a>, reading: Option<Tick>) -> Locked<'a> {
+        let (mut now, read_at) = match reading {
+            Some(at) => (self.clock.now_from(at), at),
+            None => self.clock.now_at(),
+        };
         now.loading = self.loading.load(Ordering::Relaxed);
         Locked {
             keyspace: self,

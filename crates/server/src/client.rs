@@ -58,6 +58,10 @@ pub struct Client {
     /// The AOF offset this client's replies must wait for (`appendfsync always`): replies
     /// leave only once everything up to it is on disk.
     pub durable_at: u64,
+    /// The clock reading the last command ended at (left by the gatekeeper). The connection
+    /// hands it to the next command of the same batch as its start, so a command costs one
+    /// clock read; never across anything that may wait.
+    pub reading: Option<latch_keyspace::Tick>,
 }
 
 /// One command to log, with the database it ran in.
@@ -369,6 +373,7 @@ impl Registry {
             deny_blocking: false,
             in_script: false,
             errors_mark: 0,
+            reading: None,
             blocked: None,
             woken: Vec::new(),
             propagated: Vec::new(),

@@ -100,13 +100,17 @@ const PREFETCH_KEYS: usize = 64;
 
 /// Runs one command from a client and writes its reply (unless replies are off). `found`:
 /// the top-level command `args[0]` names, when [`prefetch`] looked it up already.
+/// `reading`: a clock reading the command may take as its start, made just now (the end of
+/// the command before it, left in [`Client::reading`]); `None` reads the clock.
 pub fn execute(
     server: &Server,
     client: &mut Client,
     reply: &mut Reply,
     args: &[Bytes],
     found: Option<&'static Command>,
+    reading: Option<Tick>,
 ) -> Outcome {
+    client.reading = reading;
     if args.is_empty() {
         return Outcome::Done;
     }
@@ -406,7 +410,7 @@ fn dispatch(
     let retry = client.blocked.is_some();
     let mark = reply.len();
     let ran = {
-        let mut keys = lock_for(server, command, args);
+        let mut keys = lock_for(server, command, args, client.reading.take());
         if let Some(block) = &client.blocked {
             block.waiter.begin_retry();
         }
@@ -871,8 +875,10 @@ fn run_command(
     // those moved the mark), as Redis counts them.
     let failed = reply.error_count() != client.errors_mark;
     client.errors_mark = reply.error_count();
+    let ended = Tick::now();
+    client.reading = Some(ended);
     Ran {
-        elapsed_us: started.elapsed_us(),
+        elapsed_us: ended.nanos_since(started) / 1000,
         failed,
     }
 }
@@ -991,28 +997,34 @@ fn lock_transaction<'s>(server: &'s Server, client: &Client, queued: &[Queued]) 
     server.keyspace.lock_keys(&keys)
 }
 
-/// Locks what the command's lock plan and key specs ask for.
-fn lock_for<'s>(server: &'s Server, command: &Command, args: &[Bytes]) -> Locked<'s> {
+/// Locks what the command's lock plan and key specs ask for. `reading`: the clock reading
+/// the view takes as its time, when the command before left one ([`Client::reading`]).
+fn lock_for<'s>(
+    server: &'s Server,
+    command: &Command,
+    args: &[Bytes],
+    reading: Option<Tick>,
+) -> Locked<'s> {
     let keyspace = &server.keyspace;
     match command.spec.lock {
-        LockPlan::All => keyspace.lock_all(),
+        LockPlan::All => keyspace.lock_all_at(reading),
         LockPlan::Script => {
             // The declared keys' shards now; any other the script touches when it does.
             let mut keys = KeyList::new();
             match keys.gather(command.spec, args) {
-                Ok(()) => keyspace.lock_exclusive(keys.as_slice()),
-                Err(_) => keyspace.lock_exclusive::<&[u8]>(&[]),
+                Ok(()) => keyspace.lock_exclusive_at(keys.as_slice(), reading),
+                Err(_) => keyspace.lock_exclusive_at::<&[u8]>(&[], reading),
             }
         }
-        LockPlan::Engine => keyspace.lock_none(),
-        LockPlan::Keys if command.spec.key_specs.is_empty() => keyspace.lock_none(),
+        LockPlan::Engine => keyspace.lock_none_at(reading),
+        LockPlan::Keys if command.spec.key_specs.is_empty() => keyspace.lock_none_at(reading),
         LockPlan::Keys => {
             let mut keys = KeyList::new();
             match keys.gather(command.spec, args) {
-                Ok(()) => keyspace.lock_keys(keys.as_slice()),
+                Ok(()) => keyspace.lock_keys_at(keys.as_slice(), reading),
                 // Arguments that contradict the key specs: the handler will refuse them;
                 // holding everything is always safe.
-                Err(_) => keyspace.lock_all(),
+                Err(_) => keyspace.lock_all_at(reading),
             }
         }
     }

@@ -319,8 +319,12 @@ async fn connection<S>(
             if parsed > 1 {
                 gate::prefetch(&server, &client, &batch[..parsed], &mut found);
             }
+            // The clock reading the command before ended at: the next one takes it as its
+            // start unless something between them could wait (then it reads the clock).
+            let mut reading = None;
             for (args, found) in batch.iter_mut().take(parsed).zip(found) {
-                let ok = execute(&server, &mut client, &mut reply, args, found).await;
+                let ok = execute(&server, &mut client, &mut reply, args, found, reading).await;
+                reading = client.reading.take();
                 // Dropped now: the arguments share the input buffer's memory.
                 args.clear();
                 if !ok {
@@ -337,9 +341,11 @@ async fn connection<S>(
                     break 'connection;
                 }
                 if !client.woken.is_empty() {
+                    reading = None;
                     await_woken(std::mem::take(&mut client.woken), None).await;
                 }
                 if client.blocked.is_some() {
+                    reading = None;
                     // Answer what came before, then wait; later input stays buffered.
                     if flush(&server, &mut client, &mut writer, &mut reply)
                         .await
@@ -358,12 +364,14 @@ async fn connection<S>(
                         break 'connection;
                     }
                 }
-                if reply.len() >= REPLY_FLUSH_AT
-                    && flush(&server, &mut client, &mut writer, &mut reply)
+                if reply.len() >= REPLY_FLUSH_AT {
+                    reading = None;
+                    if flush(&server, &mut client, &mut writer, &mut reply)
                         .await
                         .is_err()
-                {
-                    break 'connection;
+                    {
+                        break 'connection;
+                    }
                 }
             }
             if let Some(error) = parse_error {
@@ -444,11 +452,14 @@ async fn execute(
     reply: &mut Reply,
     args: &[Bytes],
     found: Option<&'static crate::table::Command>,
+    mut reading: Option<latch_keyspace::Tick>,
 ) -> bool {
     loop {
-        match gate::execute(server, client, reply, args, found) {
+        match gate::execute(server, client, reply, args, found, reading) {
             gate::Outcome::Done => return true,
             gate::Outcome::Deferred { until_end } => {
+                // After the wait, the command reads the clock itself.
+                reading = None;
                 tokio::select! {
                     _ = scripting::wait(&server.scripting, until_end) => {}
                     _ = client.shared.kill_signal.notified() => return false,
@@ -541,7 +552,7 @@ impl Blocked<'_> {
             match event {
                 BlockEvent::Retry => {
                     let args = block.args.clone();
-                    if !execute(server, client, reply, &args, None).await {
+                    if !execute(server, client, reply, &args, None, None).await {
                         return false;
                     }
                     await_woken(std::mem::take(&mut client.woken), Some(&waiter)).await;

@@ -86,6 +86,35 @@ fn wall_clock_jump_keeps_relative_ttls_and_moves_absolute_ones() {
     assert_eq!(int(&mut c, &["PTTL", "lock"]), -2);
 }
 
+/// Pipelined commands take their time from the end of the command before them (one clock
+/// read per command): time that passed in that command, or between two reads of input,
+/// must still count.
+#[test]
+fn commands_see_the_time_that_passed_before_them() {
+    let server = TestServer::start(&[]);
+    let mut c = server.client();
+    // One batch: the GET follows a command that slept past the key's TTL.
+    let (_, _, got): ((), (), Option<String>) = redis::pipe()
+        .cmd("SET")
+        .arg("k")
+        .arg("v")
+        .arg("PX")
+        .arg(100)
+        .cmd("DEBUG")
+        .arg("SLEEP")
+        .arg("0.3")
+        .cmd("GET")
+        .arg("k")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(got, None, "expired during the DEBUG SLEEP before it");
+    // Two batches with a pause between them.
+    ok(&mut c, &["SET", "k", "v", "PX", "100"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let got: Option<String> = redis::cmd("GET").arg("k").query(&mut c).unwrap();
+    assert_eq!(got, None, "expired during the pause before it");
+}
+
 #[test]
 fn ttl_reports_consistently_for_both_kinds() {
     let server = TestServer::start(&[]);

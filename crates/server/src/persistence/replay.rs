@@ -109,7 +109,14 @@ impl<'s> Runner<'s> {
             );
         }
         // Replies (errors included) are dropped, as Redis does while loading.
-        let _ = crate::gate::execute(self.server, &mut self.client, &mut self.reply, args, None);
+        let _ = crate::gate::execute(
+            self.server,
+            &mut self.client,
+            &mut self.reply,
+            args,
+            None,
+            None,
+        );
         self.reply.buffer().clear();
         Ok(())
     }
