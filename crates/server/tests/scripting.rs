@@ -128,6 +128,76 @@ fn every_run_starts_with_its_own_keys_argv_and_resp() {
     );
 }
 
+/// EVAL fills the same KEYS and ARGV tables run after run (scripting/raw.rs) unless a
+/// script changed them: whatever a script did to them, the next run sees only its own.
+#[test]
+fn keys_and_argv_changed_by_a_script_do_not_reach_the_next_run() {
+    let server = TestServer::start(&[]);
+    let mut c = server.raw();
+    let look = b"return {#KEYS, #ARGV, tostring(KEYS.extra), tostring(ARGV[3]), KEYS[1], ARGV[1]}";
+    let clean = |key: &str, arg: &str| {
+        format!(
+            "*6\r\n:1\r\n:1\r\n{}{}{}{}",
+            bulk("nil"),
+            bulk("nil"),
+            bulk(key),
+            bulk(arg)
+        )
+    };
+    let changes: [&[u8]; 7] = [
+        b"KEYS.extra = 'x'; ARGV.extra = 'y'; return 1",
+        b"setmetatable(KEYS, {__index = function() return 'meta' end}); setmetatable(ARGV, getmetatable(KEYS)); return 1",
+        b"table.insert(KEYS, 'more'); ARGV[3] = 'more'; return 1",
+        b"KEYS[1] = nil; ARGV[1] = nil; return 1",
+        b"KEYS[1] = 'other'; ARGV[1] = 'other'; return 1",
+        b"KEYS.extra = 'x'; KEYS.extra = nil; return 1",
+        b"error('failed after a change', KEYS.extra) ",
+    ];
+    for (round, change) in changes.iter().enumerate() {
+        let (key, arg) = (format!("k{round}"), format!("a{round}"));
+        c.send(&encode(&[b"EVAL", change, b"1", b"a", b"b"]));
+        let _ = read_line(&mut c);
+        c.expect(
+            &[b"EVAL", look, b"1", key.as_bytes(), arg.as_bytes()],
+            clean(&key, &arg).as_bytes(),
+        );
+    }
+    // More items one run, fewer the next: the extra ones are gone.
+    c.expect(
+        &[
+            b"EVAL",
+            b"return #KEYS + #ARGV",
+            b"3",
+            b"a",
+            b"b",
+            b"c",
+            b"x",
+            b"y",
+            b"z",
+        ],
+        b":6\r\n",
+    );
+    c.expect(
+        &[
+            b"EVAL",
+            b"return {#KEYS, #ARGV, tostring(KEYS[2]), tostring(ARGV[2])}",
+            b"1",
+            b"a",
+            b"x",
+        ],
+        format!("*4\r\n:1\r\n:1\r\n{}{}", bulk("nil"), bulk("nil")).as_bytes(),
+    );
+    // A script may return KEYS itself: the reply is what it held then.
+    c.expect(
+        &[b"EVAL", b"return KEYS", b"2", b"p", b"q"],
+        format!("*2\r\n{}{}", bulk("p"), bulk("q")).as_bytes(),
+    );
+    c.expect(
+        &[b"EVAL", b"return ARGV", b"0", b"r"],
+        format!("*1\r\n{}", bulk("r")).as_bytes(),
+    );
+}
+
 // redis.call's own side (scripting/raw.rs): arguments as commands get them, replies as Lua
 // values, errors as tables, and the error statistics as Redis keeps them (compared by hand
 // with redis-server 7.0.15).

@@ -152,6 +152,8 @@ pub struct Engine {
     run: Arc<RunState>,
     /// The run in progress, for the host functions.
     active: Arc<ActiveRun>,
+    /// The KEYS and ARGV tables EVAL runs fill again.
+    lists: raw::ReusedLists,
     /// The VM's size after the last cycle the engine finished.
     gc_floor: usize,
     /// Lua's `collectgarbage`, to finish a cycle (mlua offers a full collection, which
@@ -384,6 +386,7 @@ impl Engine {
             lua,
             sandbox,
             active,
+            lists: raw::ReusedLists::default(),
             scripts: HashMap::default(),
             scripts_bytes: 0,
             run,
@@ -679,8 +682,15 @@ impl Engine {
         let mut dispatch: &mut Dispatch<'_> = &mut dispatch;
         let ran = {
             let _active = active.enter(&mut dispatch);
-            let globals = options.eval.then_some(&self.sandbox.safe);
-            raw::run(lua, &self.sandbox.handler, function, globals, keys, args)
+            let inputs = if options.eval {
+                raw::Inputs::Globals {
+                    globals: &self.sandbox.safe,
+                    lists: &mut self.lists,
+                }
+            } else {
+                raw::Inputs::Arguments
+            };
+            raw::run(lua, &self.sandbox.handler, function, inputs, keys, args)
         };
         active.resume_panic();
         ran
