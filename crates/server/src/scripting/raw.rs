@@ -143,10 +143,7 @@ unsafe fn push_reused(
     match &list.table {
         Some(table) => {
             raw.push(table)?;
-            for (index, item) in items.iter().enumerate() {
-                ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
-                ffi::lua_rawseti(state, -2, index as ffi::lua_Integer + 1);
-            }
+            fill(state, items);
             for index in items.len()..list.len {
                 ffi::lua_pushnil(state);
                 ffi::lua_rawseti(state, -2, index as ffi::lua_Integer + 1);
@@ -214,6 +211,12 @@ impl Drop for Restore {
 #[allow(unsafe_code)]
 unsafe fn push_list(state: *mut ffi::lua_State, items: &[Bytes]) {
     ffi::lua_createtable(state, c_int::try_from(items.len()).unwrap_or(0), 0);
+    fill(state, items);
+}
+
+/// Writes `items` as strings into the table on top of the stack, at 1 to n.
+#[allow(unsafe_code)]
+unsafe fn fill(state: *mut ffi::lua_State, items: &[Bytes]) {
     for (index, item) in items.iter().enumerate() {
         ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
         ffi::lua_rawseti(state, -2, index as ffi::lua_Integer + 1);
