@@ -366,8 +366,9 @@ impl Keyspace {
     }
 
     /// Starts loading the buckets a lookup of `key` in `db` will compare, unless its shard
-    /// is busy (a hint: correctness never depends on it). Returns the key's hash, for
-    /// [`Keyspace::prefetch_contents`] once the buckets have had time to arrive.
+    /// is busy (a hint: correctness never depends on it), without waiting for any of them.
+    /// Returns the key's hash, for [`Keyspace::prefetch_contents`] once the buckets have had
+    /// time to arrive.
     pub fn prefetch(&self, db: usize, key: &[u8]) -> u64 {
         let hash = self.hash(key);
         self.with_free_table(db, hash, |table| table.prefetch(hash));

@@ -50,13 +50,66 @@ fn bucket_hash(hash: u64) -> u64 {
     hash.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 struct Segment {
     local_depth: u32,
     /// Buckets hold thin pointers ([`Slot`]: key, entry and access time in one allocation),
     /// so an empty bucket costs 9 bytes with its control byte.
     table: HashTable<Slot>,
     expires: usize,
+    /// Where `table`'s control bytes start, as an address (0: unknown, or no allocation),
+    /// so that [`Table::prefetch`] can compute which cache lines a lookup will read
+    /// without reading any of them. See [`Segment::locate_buckets`].
+    control: usize,
+}
+
+impl Clone for Segment {
+    fn clone(&self) -> Segment {
+        let mut copy = Segment {
+            local_depth: self.local_depth,
+            table: self.table.clone(),
+            expires: self.expires,
+            control: 0,
+        };
+        copy.locate_buckets();
+        copy
+    }
+}
+
+impl Segment {
+    /// Finds where the table's control bytes start, after anything that may have moved
+    /// them (an insert that grew the table, a shrink, a clone). hashbrown lays a table out
+    /// as the buckets in reverse order, then the control bytes: bucket `i` ends where the
+    /// control bytes start minus `i` buckets. That layout is hashbrown's to change; if it
+    /// did, prefetches would load the wrong lines (a hint, never a read: nothing breaks),
+    /// and the unit test `prefetch_addresses_are_the_ones_lookups_read` would fail.
+    fn locate_buckets(&mut self) {
+        self.control = self
+            .table
+            .iter_buckets()
+            .next()
+            .and_then(|index| Some(bucket_end(self.table.get_bucket(index)?, index)))
+            .unwrap_or(0);
+    }
+
+    /// The addresses a lookup of `hash` (a [`bucket_hash`]) starts reading at: its first
+    /// group of control bytes and the bucket of that group's first position.
+    fn probe_start(&self, hash: u64) -> Option<(usize, usize)> {
+        if self.control == 0 {
+            return None;
+        }
+        // hashbrown starts probing at the hash modulo the (power of two) bucket count.
+        let position = hash as usize & (self.table.num_buckets() - 1);
+        Some((
+            self.control + position,
+            self.control - (position + 1) * size_of::<Slot>(),
+        ))
+    }
+}
+
+/// Where the control bytes of the table holding `slot` at bucket `index` start.
+fn bucket_end(slot: &Slot, index: usize) -> usize {
+    slot as *const Slot as usize + (index + 1) * size_of::<Slot>()
 }
 
 /// What a lookup found.
@@ -142,6 +195,11 @@ impl Table {
     }
 
     fn segment_of(&self, hash: u64) -> usize {
+        if self.global_depth == 0 {
+            // One segment (most tables: a shard's share of a database is small), and no
+            // load of the directory it would take to say so.
+            return 0;
+        }
         self.directory[self.directory_index(hash)] as usize
     }
 
@@ -152,14 +210,18 @@ impl Table {
             .find(bucket_hash(hash), |slot| slot.key() == key)
     }
 
-    /// Starts loading, without waiting, the slots a lookup of `hash` will compare: a batch of
-    /// commands prefetches all its keys first so their cache misses overlap.
+    /// Starts loading, without waiting, the control bytes and buckets a lookup of `hash`
+    /// will read first. It computes their addresses and reads none of the table's memory,
+    /// so it never waits on a cache miss: a batch of commands prefetches all its keys
+    /// first so that their misses overlap.
     pub fn prefetch(&self, hash: u64) {
         let segment = &self.segments[self.segment_of(hash)];
-        segment.table.find(bucket_hash(hash), |slot| {
-            prefetch_read(slot);
-            false
-        });
+        if let Some((control, bucket)) = segment.probe_start(bucket_hash(hash)) {
+            // A group of control bytes is 16 wide and may straddle two cache lines.
+            prefetch_address(control as *const u8);
+            prefetch_address((control + 15) as *const u8);
+            prefetch_address(bucket as *const u8);
+        }
     }
 
     /// The second step after [`Table::prefetch`] (once the buckets have arrived): starts
@@ -234,11 +296,13 @@ impl Table {
         };
         let hasher = &self.hasher;
         let segment = &mut self.segments[index];
-        segment
-            .table
-            .insert_unique(bucket_hash(hash), Slot::new(key, entry, access_s), |slot| {
-                bucket_hash(hasher.hash_one(slot.key()))
-            });
+        let inserted = segment.table.insert_unique(
+            bucket_hash(hash),
+            Slot::new(key, entry, access_s),
+            |slot| bucket_hash(hasher.hash_one(slot.key())),
+        );
+        // The insert may have grown the table into a new allocation.
+        segment.control = bucket_end(inserted.get(), inserted.bucket_index());
         segment.expires += new_expires;
         self.expires += new_expires;
         self.len += 1;
@@ -304,6 +368,7 @@ impl Table {
             local_depth: depth + 1,
             table: HashTable::with_capacity(SEGMENT_SPLIT_LEN),
             expires: 0,
+            control: 0,
         };
         for slot in old
             .table
@@ -317,6 +382,8 @@ impl Table {
         old.expires -= moved.expires;
         // The old half keeps its buckets (room for SEGMENT_SPLIT_LEN), like the new one.
         old.table.shrink_to(SEGMENT_SPLIT_LEN, rehash);
+        old.locate_buckets();
+        moved.locate_buckets();
         self.segments.push(moved);
         // Directory entries of the old segment whose bit number `depth` is set now point to
         // the new one.
@@ -507,6 +574,36 @@ mod tests {
         for i in 0..20_000 {
             let key = format!("key:{i}");
             assert!(t.get(hash_of(key.as_bytes()), key.as_bytes()).is_some());
+        }
+    }
+
+    #[test]
+    fn prefetch_addresses_are_the_ones_lookups_read() {
+        // Inserts grow segments, splits shrink and move them, and clones copy them: after
+        // each, the computed addresses must match where hashbrown put each key.
+        let (t, keys) = filled(2, 9_000);
+        let copy = t.clone();
+        for table in [&t, &copy] {
+            let mut in_first_group = 0;
+            for key in &keys {
+                let hash = hash_of(key.as_bytes());
+                let segment = &table.segments[table.segment_of(hash)];
+                let index = segment
+                    .table
+                    .find_bucket_index(bucket_hash(hash), |slot| slot.key() == key.as_bytes())
+                    .unwrap();
+                let slot = segment.table.get_bucket(index).unwrap();
+                assert_eq!(bucket_end(slot, index), segment.control);
+                let (control, bucket) = segment.probe_start(bucket_hash(hash)).unwrap();
+                let position = control - segment.control;
+                assert_eq!(bucket, segment.control - (position + 1) * size_of::<Slot>());
+                // hashbrown's first probe covers 16 positions from the start one.
+                if (index.wrapping_sub(position) & (segment.table.num_buckets() - 1)) < 16 {
+                    in_first_group += 1;
+                }
+            }
+            // Most keys sit in the first group their probe reads (the rest further on).
+            assert!(in_first_group * 10 > keys.len() * 9, "{in_first_group}");
         }
     }
 
