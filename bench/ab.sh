@@ -39,10 +39,7 @@ requests_per_second() {
     taskset -c 0 "$bin" --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" \
         --appendonly no >/dev/null 2>&1 &
     pid=$!
-    for _ in $(seq 100); do
-        redis-cli -p "$port" ping >/dev/null 2>&1 && break
-        sleep 0.05
-    done
+    wait_for_server
     load_release_script
     taskset -c 1 redis-benchmark -p "$port" -r 100000 -n 300000 -c 50 -P "$pipeline" \
         -t set >/dev/null 2>&1

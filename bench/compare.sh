@@ -81,12 +81,7 @@ start() {
             >/dev/null 2>&1 &
     fi
     pid=$!
-    for _ in $(seq 100); do
-        redis-cli -p "$port" ping >/dev/null 2>&1 && return
-        sleep 0.05
-    done
-    echo "server $bin did not start" >&2
-    exit 1
+    wait_for_server
 }
 
 stop() { kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=; }

@@ -44,10 +44,7 @@ count() {
         "$bin" --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no \
         "${own[@]}" >"$dir/log" 2>&1 &
     pid=$!
-    for _ in $(seq 200); do
-        redis-cli -p "$port" ping >/dev/null 2>&1 && break
-        sleep 0.1
-    done
+    wait_for_server 400
     load_release_script
     local args
     read -ra args <<<"$(row_args "$row")"

@@ -5,7 +5,8 @@
 # Sets: repo, latch_bin, work (removed on exit), pid (the server to kill on exit), port.
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-latch_bin=$repo/target/release/latch-server
+# LATCH_BIN=path runs another build (one kept from before a change, say) instead.
+latch_bin=${LATCH_BIN:-$repo/target/release/latch-server}
 [[ -x $latch_bin ]] || (cd "$repo" && cargo build --release -p latch-server)
 
 # need_tools TOOL...: stops the script when a tool is missing.
@@ -23,7 +24,26 @@ work=$(mktemp -d)
 pid=
 cleanup() { [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
-port=$((20000 + RANDOM % 20000))
+# Below the kernel's range of ephemeral ports (32768 and up by default), which outgoing
+# connections, the load generator's own included, take from: a port there may be busy.
+port=$((20000 + RANDOM % 12000))
+
+# wait_for_server [TRIES]: waits (TRIES x 50 ms, default 100) until the server just started
+# as $pid answers PING on $port. Stops the script when that server has exited (a port
+# already taken, a bad option) or never answers: a benchmark must never run against
+# whatever else holds the port, or against nothing.
+wait_for_server() {
+    local _
+    for _ in $(seq "${1:-100}"); do
+        kill -0 "$pid" 2>/dev/null || { echo "the server for port $port exited" >&2; exit 1; }
+        if redis-cli -p "$port" ping >/dev/null 2>&1; then
+            kill -0 "$pid" 2>/dev/null && return
+        fi
+        sleep 0.05
+    done
+    echo "the server for port $port did not answer" >&2
+    exit 1
+}
 
 # The lock release: Lua compare-and-delete, run through EVALSHA.
 release_script="if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"

@@ -31,12 +31,7 @@ start() {
     [[ $mode != off ]] && aof=(--appendonly yes --appendfsync "$mode")
     "$bin" --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" "${aof[@]}" >/dev/null 2>&1 &
     pid=$!
-    for _ in $(seq 100); do
-        redis-cli -p "$port" ping >/dev/null 2>&1 && return
-        sleep 0.05
-    done
-    echo "server $bin did not start" >&2
-    exit 1
+    wait_for_server
 }
 
 stop() { kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=; }

@@ -19,12 +19,7 @@ start() {
     "$1" --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly yes \
         --appendfsync everysec >/dev/null 2>&1 &
     pid=$!
-    for _ in $(seq 100); do
-        redis-cli -p "$port" ping >/dev/null 2>&1 && return
-        sleep 0.05
-    done
-    echo "server did not start" >&2
-    exit 1
+    wait_for_server
 }
 
 # probe: "p99_ms max_ms" of 100k single SETs from one client.
