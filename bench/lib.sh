@@ -42,6 +42,9 @@ wait_for_server() {
         sleep 0.05
     done
     echo "the server for port $port did not answer" >&2
+    # Killed here too: called in a subshell (`$(count ...)`), the script's EXIT trap does
+    # not see this $pid.
+    kill -9 "$pid" 2>/dev/null
     exit 1
 }
 
