@@ -55,7 +55,7 @@ requests_per_second() {
 # summary FILE: "median lowest highest" of the numbers in FILE.
 summary() { sort -g "$1" | awk '{ v[NR] = $1 } END { printf "%.0f %.0f %.0f\n", v[int((NR + 1) / 2)], v[1], v[NR] }'; }
 
-printf '%-8s %10s %10s %10s | %10s %10s %10s | %7s\n' \
+printf '%-10s %10s %10s %10s | %10s %10s %10s | %7s\n' \
     row old_median old_low old_high new_median new_low new_high new/old
 for row in $rows; do
     : >"$work/old" && : >"$work/new"
@@ -65,7 +65,7 @@ for row in $rows; do
     done
     read -r old_median old_low old_high < <(summary "$work/old")
     read -r new_median new_low new_high < <(summary "$work/new")
-    printf '%-8s %10s %10s %10s | %10s %10s %10s | %7s\n' "$row" \
+    printf '%-10s %10s %10s %10s | %10s %10s %10s | %7s\n' "$row" \
         "$old_median" "$old_low" "$old_high" "$new_median" "$new_low" "$new_high" \
         "$(awk -v a="$new_median" -v b="$old_median" 'BEGIN { printf "%.3f", a / b }')"
 done

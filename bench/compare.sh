@@ -3,7 +3,7 @@
 #
 #   bench/compare.sh [--rounds N] [--quick] [--placements "pinned unpinned"]
 #                    [--persistence "off everysec always"] [--no-memory]
-#                    [--rows "SET GET SETNX INCR MSET LOCK RELEASE"]
+#                    [--rows "SET GET SETNX INCR MSET LOCK RELEASE RELEASE_VM"]
 #
 # For each placement (pinned: both servers on core 0, redis-benchmark on core 1; unpinned:
 # no taskset) and persistence mode (off, appendfsync everysec, appendfsync always), rounds
@@ -11,7 +11,9 @@
 # requests/s, p50 and p99 latency (ms) from redis-benchmark, and the server's CPU time per
 # request (µs, utime+stime from /proc/PID/stat before and after), each with latch/redis.
 # The rows: SET, GET, SETNX (random keys), INCR, MSET (10 keys), SET k token NX PX 30000
-# (the lock acquire), and the Lua compare-and-delete release through EVALSHA; at 50 clients
+# (the lock acquire), and the Lua compare-and-delete release through EVALSHA (RELEASE, which
+# Latch runs without its VM, and RELEASE_VM, the same script with a comment, which it runs
+# in the VM: see bench/lib.sh); at 50 clients
 # with pipeline 1 and 16, and 1 client with pipeline 1. With persistence on, only the write
 # rows at 50 clients, pipeline 1. `--rows` keeps only the rows named (for a quick look at
 # one row: `--rows RELEASE --placements unpinned --persistence off --no-memory`).
@@ -39,7 +41,7 @@ while [[ $# -gt 0 ]]; do
         --rows)
             only_rows=$2; shift 2
             for row in $only_rows; do
-                [[ " SET GET SETNX INCR MSET LOCK RELEASE " == *" $row "* ]] || {
+                [[ " SET GET SETNX INCR MSET LOCK RELEASE RELEASE_VM " == *" $row "* ]] || {
                     echo "unknown row $row" >&2; exit 2; }
             done ;;
         *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
@@ -110,11 +112,11 @@ bench() {
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "-" && b > 0) printf "%.2f", a / b; else print "-" }'; }
 
-all_rows="SET GET SETNX INCR MSET LOCK RELEASE"
+all_rows="SET GET SETNX INCR MSET LOCK RELEASE RELEASE_VM"
 write_rows="SET SETNX INCR MSET LOCK RELEASE"
 shapes="c50-P1 c50-P16 c1-P1"
 
-printf '%-9s %-8s %-8s %-7s | %10s %10s %6s | %10s %6s | %6s %6s | %6s %6s %6s | %7s %7s %6s\n' \
+printf '%-9s %-8s %-10s %-7s | %10s %10s %6s | %10s %6s | %6s %6s | %6s %6s %6s | %7s %7s %6s\n' \
     placement aof row shape redis_rps latch_rps ratio ceil_rps ceil/r r_p50 l_p50 r_p99 l_p99 \
     ratio r_cpu_us l_cpu_us ratio
 for placement in $placements; do
@@ -150,7 +152,7 @@ for placement in $placements; do
                     m[$which.p99]=$(awk '{ print $3 }' "$f" | median)
                     m[$which.cpu]=$(awk '{ print $4 }' "$f" | median)
                 done
-                printf '%-9s %-8s %-8s %-7s | %10s %10s %6s | %10s %6s | %6s %6s | %6s %6s %6s | %7s %7s %6s\n' \
+                printf '%-9s %-8s %-10s %-7s | %10s %10s %6s | %10s %6s | %6s %6s | %6s %6s %6s | %7s %7s %6s\n' \
                     "$placement" "$mode" "$row" "$shape" \
                     "${m[redis.rps]}" "${m[latch.rps]}" "$(ratio "${m[latch.rps]}" "${m[redis.rps]}")" \
                     "${m[ceiling.rps]}" "$(ratio "${m[ceiling.rps]}" "${m[redis.rps]}")" \

@@ -10,7 +10,8 @@
 # requests (default 100000, pipeline 16) and off again. The table shows the instructions
 # per request of each server and latch/redis. The rows are those of bench/compare.sh:
 # SET, GET, SETNX, INCR, MSET, LOCK (SET k token NX PX 30000) and RELEASE (EVALSHA of the
-# compare-and-delete). Counts include everything the server did meanwhile (parsing,
+# compare-and-delete, which Latch runs without its VM) and RELEASE_VM (the same in the VM).
+# Counts include everything the server did meanwhile (parsing,
 # replies, its cron), not the kernel. Latch runs with `busy-poll-us 0`: its polling
 # between requests depends on timing, and would make the count as noisy as a clock.
 #
@@ -19,7 +20,7 @@
 set -euo pipefail
 
 requests=100000 pipeline=16
-rows="SET GET SETNX INCR MSET LOCK RELEASE"
+rows="SET GET SETNX INCR MSET LOCK RELEASE RELEASE_VM"
 while [[ $# -gt 0 ]]; do
     case $1 in
         --requests) requests=$2; shift 2 ;;
@@ -63,11 +64,11 @@ count() {
 }
 
 for row in $rows; do row_args "$row" >/dev/null; done # an unknown row stops here
-printf '%-8s %14s %14s %7s\n' row redis_instr latch_instr ratio
+printf '%-10s %14s %14s %7s\n' row redis_instr latch_instr ratio
 for row in $rows; do
     redis=$(count redis "$row")
     latch=$(count latch "$row")
-    printf '%-8s %14s %14s %7s\n' "$row" "$redis" "$latch" \
+    printf '%-10s %14s %14s %7s\n' "$row" "$redis" "$latch" \
         "$(awk -v a="$latch" -v b="$redis" 'BEGIN { printf "%.2f", a / b }')"
 done
 echo "($(date -u +%F), instructions per request, 50 clients, pipeline $pipeline, $requests requests after a 20k warm-up; redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'))"

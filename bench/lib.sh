@@ -48,12 +48,18 @@ wait_for_server() {
     exit 1
 }
 
-# The lock release: Lua compare-and-delete, run through EVALSHA.
+# The lock release: Lua compare-and-delete, run through EVALSHA. Latch recognizes it and
+# runs it without its Lua VM (crates/server/src/scripting/idiom.rs); the RELEASE_VM row
+# sends the same script with a trailing comment, which Latch's VM runs, as it runs any
+# script it does not recognize.
 release_script="if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
-release_sha=
-# load_release_script: SCRIPT LOAD into the server on $port; sets release_sha.
+release_vm_script="$release_script -- in the VM"
+release_sha= release_vm_sha=
+# load_release_script: SCRIPT LOAD of both releases into the server on $port; sets
+# release_sha and release_vm_sha.
 load_release_script() {
     release_sha=$(redis-cli -p "$port" SCRIPT LOAD "$release_script")
+    release_vm_sha=$(redis-cli -p "$port" SCRIPT LOAD "$release_vm_script")
 }
 
 # row_args ROW: redis-benchmark's arguments for a row (-t NAME for a built-in test).
@@ -66,6 +72,7 @@ row_args() {
         MSET) echo "-t mset" ;;
         LOCK) echo "SET lock:__rand_int__ token NX PX 30000" ;;
         RELEASE) echo "EVALSHA $release_sha 1 lock:__rand_int__ token" ;;
+        RELEASE_VM) echo "EVALSHA $release_vm_sha 1 lock:__rand_int__ token" ;;
         *) echo "unknown row $1" >&2; exit 2 ;;
     esac
 }

@@ -682,6 +682,14 @@ impl<'a> Locked<'a> {
         self.get_slot(db, key).map(Slot::value_mut)
     }
 
+    /// The value stored under `key`, live or past its deadline, without removing, counting
+    /// or touching anything: a look that leaves no trace (the commands that follow it
+    /// count and expire as if it had not happened).
+    pub fn peek(&mut self, db: usize, key: &[u8]) -> Option<&Value> {
+        let hash = self.keyspace.hash(key);
+        self.table_mut(db, hash).get(hash, key).map(Slot::value)
+    }
+
     /// Like [`get`](Self::get) (hit/miss counted, passed key removed) but never refreshes the
     /// access time: Redis' `LOOKUP_NOTOUCH`, used by TYPE, TTL, EXISTS and OBJECT.
     pub fn get_untouched(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {

@@ -731,46 +731,77 @@ pub fn script_call(
         Ok(command) => command,
         Err(message) => return refuse(None, &message),
     };
+    if let Some(message) = script_refusal(server, ctx.client, command, args, rules, run) {
+        return refuse(Some(command), &message);
+    }
+    Ok(run_for_script(ctx, command, args, resp, run))
+}
+
+/// The command `redis.call(args)` would run now, when none of the script checks would
+/// refuse it; `None` otherwise. Counts nothing and runs nothing: for a caller that must
+/// know before it starts (`scripting::idiom`).
+pub fn script_admits<'t>(
+    ctx: &Ctx<'_, '_>,
+    args: &[Bytes],
+    rules: crate::scripting::engine::CallRules,
+    run: &crate::scripting::RunState,
+) -> Option<&'t Command> {
+    let command = command_for_script(args).ok()?;
+    script_refusal(ctx.server, ctx.client, command, args, rules, run)
+        .is_none()
+        .then_some(command)
+}
+
+/// Why a script may not run `command` now (Redis' checks in `scriptCall`, in its order),
+/// or `None`. Pure: the caller counts the refusal.
+fn script_refusal(
+    server: &Server,
+    client: &Client,
+    command: &Command,
+    args: &[Bytes],
+    rules: crate::scripting::engine::CallRules,
+    run: &crate::scripting::RunState,
+) -> Option<Vec<u8>> {
     let spec = command.spec;
     if spec.has_flag(flag::NOSCRIPT) {
-        return refuse(
-            Some(command),
-            b"This Redis command is not allowed from script",
-        );
+        return Some(b"This Redis command is not allowed from script".to_vec());
     }
-    if let Some(denied) = ctx.client.user.check(command, args) {
+    if let Some(denied) = client.user.check(command, args) {
         let message = format!("The user executing the script {}", denied.short_reason());
-        return refuse(Some(command), message.as_bytes());
+        return Some(message.into_bytes());
     }
     if rules.read_only && spec.flags & (flag::WRITE | flag::MAY_REPLICATE) != 0 {
-        return refuse(
-            Some(command),
-            b"Write commands are not allowed from read-only scripts.",
-        );
+        return Some(b"Write commands are not allowed from read-only scripts.".to_vec());
     }
     if spec.has_flag(flag::WRITE) {
         let delay_ms = server.persistence.restart_delay_left_ms(server);
         if delay_ms > 0 {
-            let message = format!("-{}", restart_delay_error(delay_ms));
-            return refuse(Some(command), message.as_bytes());
+            return Some(format!("-{}", restart_delay_error(delay_ms)).into_bytes());
         }
     }
     if spec.has_flag(flag::WRITE) && !server.enough_replicas() {
-        return refuse(
-            Some(command),
-            b"-NOREPLICAS Not enough good replicas to write.",
-        );
+        return Some(b"-NOREPLICAS Not enough good replicas to write.".to_vec());
     }
     // Over maxmemory when the script started: its first write that may grow memory is
     // refused (a later one must run, or the script would stop half done).
     if rules.deny_oom && !run.wrote() && spec.has_flag(flag::DENYOOM) {
         // With its own code: the script's error reads "OOM ...", not "ERR OOM ...".
-        return refuse(
-            Some(command),
-            b"-OOM command not allowed when used memory > 'maxmemory'.",
-        );
+        return Some(b"-OOM command not allowed when used memory > 'maxmemory'.".to_vec());
     }
-    if spec.has_flag(flag::WRITE) {
+    None
+}
+
+/// Runs, for a script, a command its checks admitted ([`script_call`], or
+/// [`script_admits`] just before): the reply in the script's protocol.
+pub fn run_for_script(
+    ctx: &mut Ctx<'_, '_>,
+    command: &Command,
+    args: &[Bytes],
+    resp: u8,
+    run: &crate::scripting::RunState,
+) -> Reply {
+    let server = ctx.server;
+    if command.spec.has_flag(flag::WRITE) {
         run.note_write();
     }
     let resp = if resp == 3 {
@@ -784,7 +815,7 @@ pub fn script_call(
     ctx.client.errors_mark = outer_mark;
     account(server, ctx.client, command, args, ran);
     record_errors(server, &mut inner, 0, 0);
-    Ok(inner)
+    inner
 }
 
 /// Queues a command of a transaction (nothing is kept once the transaction is doomed).

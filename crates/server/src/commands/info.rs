@@ -698,6 +698,13 @@ fn stats_section(server: &Server, out: &mut String) {
     field(out, "io_threaded_writes_processed", 0);
     field(out, "reply_buffer_shrinks", 0);
     field(out, "reply_buffer_expands", 0);
+    // Latch's own: EVAL/EVALSHA runs of a script recognized as the lock release and run
+    // without the Lua VM (`scripting::idiom`).
+    field(
+        out,
+        "scripts_run_without_vm",
+        server.scripting.run.runs_without_vm.load(Ordering::Relaxed),
+    );
 }
 
 /// A replication id for INFO replication, fixed for the process (DEBUG CHANGE-REPL-ID

@@ -12,6 +12,7 @@ use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value, VmState};
 
 use super::convert::{error_info, lua_to_reply};
 use super::functions::{self, Functions, LoadApi};
+use super::idiom::{self, Idiom};
 use super::raw::{self, Ran};
 use super::sandbox::{self, Sandbox};
 use super::RunState;
@@ -109,6 +110,8 @@ pub struct Script {
     pub body: Bytes,
     pub flags: ScriptFlags,
     function: Function,
+    /// Set when the body is one Latch runs without the VM (`idiom`).
+    idiom: Option<Idiom>,
 }
 
 /// What `redis.call` refuses during one run.
@@ -452,6 +455,7 @@ impl Engine {
             body: body.clone(),
             flags,
             function,
+            idiom: flags.compat.then(|| idiom::recognize(body)).flatten(),
         });
         self.scripts.insert(sha, Rc::clone(&script));
         self.publish_sizes();
@@ -521,7 +525,7 @@ impl Engine {
             eval: false,
             name: &function_name,
         };
-        self.call(ctx, &callback, keys, args, &options);
+        self.call(ctx, &callback, None, keys, args, &options);
     }
 
     /// EVAL, EVALSHA and their _RO forms, after the numkeys check. `script` is the body or
@@ -570,15 +574,24 @@ impl Engine {
             eval: true,
             name: &found.sha,
         };
-        self.call(ctx, &found.function, keys, args, &options);
+        self.call(
+            ctx,
+            &found.function,
+            found.idiom.as_ref(),
+            keys,
+            args,
+            &options,
+        );
     }
 
     /// Runs a script function for the caller in `ctx` (whose view holds every shard) and
     /// writes its reply. The script's SELECT stays its own; blocking commands answer at once.
+    /// `idiom`: what the script is, when Latch can run it without the VM.
     pub fn call(
         &mut self,
         ctx: &mut Ctx<'_, '_>,
         function: &Function,
+        idiom: Option<&Idiom>,
         keys: &[Bytes],
         args: &[Bytes],
         options: &RunOptions<'_>,
@@ -588,9 +601,21 @@ impl Engine {
         ctx.client.deny_blocking = true;
         ctx.client.in_script = true;
         self.run.script_started(options.eval);
-        // Inline: most scripts take microseconds. For one that runs on, the hook's first
-        // tick wakes a peer worker to serve the other connections meanwhile.
-        let outcome = self.run_protected(ctx, function, keys, args, options);
+        self.active.resp.store(2, Ordering::Relaxed);
+        let rules = CallRules {
+            read_only: options.read_only,
+            deny_oom: !options.allow_oom && ctx.server.out_of_memory(),
+        };
+        let without_vm = idiom.and_then(|idiom| idiom.run(ctx, keys, args, rules, &self.run));
+        let outcome = match without_vm {
+            Some(ran) => {
+                self.run.note_run_without_vm();
+                Ok(ran)
+            }
+            // Inline: most scripts take microseconds. For one that runs on, the hook's
+            // first tick wakes a peer worker to serve the other connections meanwhile.
+            None => self.run_protected(ctx, function, keys, args, rules, options.eval),
+        };
         self.run.script_ended();
         self.publish_sizes();
         ctx.client.db = caller_db;
@@ -638,11 +663,11 @@ impl Engine {
         function: &Function,
         keys: &[Bytes],
         args: &[Bytes],
-        options: &RunOptions<'_>,
+        rules: CallRules,
+        eval: bool,
     ) -> mlua::Result<Ran> {
         let lua = &self.lua;
         let active = &self.active;
-        active.resp.store(2, Ordering::Relaxed);
         self.run.threshold_ms.store(
             ctx.server.config.busy_reply_threshold_ms(),
             Ordering::Relaxed,
@@ -651,10 +676,6 @@ impl Engine {
             // The last run was killed: its hook fired on every line.
             install_run_hook(lua, &self.run)?;
         }
-        let rules = CallRules {
-            read_only: options.read_only,
-            deny_oom: !options.allow_oom && ctx.server.out_of_memory(),
-        };
         let run_state = self.run.clone();
         let mut dispatch = |kind: HostCall, args: &[Bytes]| -> HostReply {
             match kind {
@@ -682,7 +703,7 @@ impl Engine {
         let mut dispatch: &mut Dispatch<'_> = &mut dispatch;
         let ran = {
             let _active = active.enter(&mut dispatch);
-            let inputs = if options.eval {
+            let inputs = if eval {
                 raw::Inputs::Globals {
                     globals: &self.sandbox.safe,
                     lists: &mut self.lists,

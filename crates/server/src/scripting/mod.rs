@@ -14,6 +14,7 @@
 pub mod convert;
 pub mod engine;
 pub mod functions;
+pub mod idiom;
 pub mod libs;
 mod raw;
 pub mod sandbox;
@@ -61,6 +62,8 @@ pub struct RunState {
     pub cached_scripts_bytes: std::sync::atomic::AtomicUsize,
     pub vm_bytes: std::sync::atomic::AtomicUsize,
     pub functions_vm_bytes: std::sync::atomic::AtomicUsize,
+    /// Scripts run without the VM (`idiom`), for INFO.
+    pub runs_without_vm: AtomicU64,
 }
 
 impl RunState {
@@ -84,6 +87,7 @@ impl RunState {
             cached_scripts_bytes: Default::default(),
             vm_bytes: Default::default(),
             functions_vm_bytes: Default::default(),
+            runs_without_vm: AtomicU64::new(0),
         }
     }
 
@@ -114,6 +118,10 @@ impl RunState {
 
     pub fn wrote(&self) -> bool {
         self.wrote.load(Ordering::Acquire)
+    }
+
+    pub fn note_run_without_vm(&self) {
+        self.runs_without_vm.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn note_write(&self) {
