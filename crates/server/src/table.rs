@@ -5,7 +5,7 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 use crate::commands;
-use crate::spec::CommandSpec;
+use crate::spec::{keyflag, BeginSearch, CommandSpec, FindKeys, KeySpec};
 
 /// Every family's entries. Adding a family means adding it here, and nowhere else.
 const FAMILIES: &[&[CommandSpec]] = &[
@@ -47,6 +47,24 @@ pub struct Command {
     /// The ids of a container's subcommands, in declaration order: they follow it in the
     /// table.
     subcommands: Range<usize>,
+    /// The argument holding the command's one key, when its key specs name exactly one at
+    /// a fixed place (GET, SET, INCR...): the prefetch and the gatekeeper's locking take it
+    /// from there without walking the specs.
+    pub only_key_at: Option<usize>,
+}
+
+/// See [`Command::only_key_at`]: a lone spec of one key at a fixed index (`last_key` 0
+/// visits the begin index only, whatever the step), which is what `visit_keys` finds.
+fn only_key_at(spec: &CommandSpec) -> Option<usize> {
+    match spec.key_specs {
+        [KeySpec {
+            flags,
+            begin: BeginSearch::Index(at),
+            find: FindKeys::Range { last_key: 0, .. },
+            ..
+        }] if flags & keyflag::NOT_KEY == 0 && *at >= 1 => Some(*at as usize),
+        _ => None,
+    }
 }
 
 #[derive(Debug)]
@@ -187,6 +205,7 @@ fn push(
         full_name,
         parent,
         subcommands: 0..0,
+        only_key_at: only_key_at(spec),
     });
     id
 }
@@ -277,6 +296,50 @@ impl CommandTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `only_key_at` finds, for every command and subcommand it is set for, the keys
+    /// `visit_keys` finds, with any number of arguments; and it is set for the common
+    /// one-key commands.
+    #[test]
+    fn the_one_key_shortcut_finds_what_the_key_specs_find() {
+        let table = table();
+        let mut shortcuts = 0;
+        for command in &table.commands {
+            let Some(at) = command.only_key_at else {
+                continue;
+            };
+            shortcuts += 1;
+            for len in 0..8 {
+                let args: Vec<bytes::Bytes> = (0..len)
+                    .map(|i| bytes::Bytes::from(format!("arg{i}")))
+                    .collect();
+                let mut found = Vec::new();
+                let walked =
+                    crate::spec::visit_keys(command.spec, &args, |index, _| found.push(index));
+                assert!(walked.is_ok(), "{} with {len} arguments", command.full_name);
+                let shortcut: Vec<usize> = (at < len).then_some(at).into_iter().collect();
+                assert_eq!(
+                    found, shortcut,
+                    "{} with {len} arguments",
+                    command.full_name
+                );
+            }
+        }
+        for name in [
+            "get", "set", "setnx", "incr", "ttl", "expire", "hset", "lpush",
+        ] {
+            assert_eq!(
+                table.lookup(name.as_bytes()).unwrap().only_key_at,
+                Some(1),
+                "{name}"
+            );
+        }
+        for name in ["del", "mset", "mget", "eval", "ping", "xread"] {
+            let command = table.lookup(name.as_bytes()).unwrap();
+            assert_eq!(command.only_key_at, None, "{name}");
+        }
+        assert!(shortcuts > 100, "{shortcuts} commands take the shortcut");
+    }
 
     /// How many slots a lookup of `name` reads before it finds it or a free slot.
     fn probes(index: &NameIndex, name: &[u8]) -> usize {
