@@ -85,6 +85,15 @@ fn every_run_starts_with_its_own_keys_argv_and_resp() {
         b":1\r\n",
     );
     c.expect(&[b"EVAL", b"return #KEYS", b"1", b"k"], b":1\r\n");
+    c.expect(&[b"EVAL", b"return KEYS[5]", b"1", b"k"], b"_\r\n");
+    c.expect(
+        &[b"EVAL", b"setmetatable(ARGV, {}); return #ARGV", b"0", b"a"],
+        b":1\r\n",
+    );
+    c.expect(
+        &[b"EVAL", b"return getmetatable(ARGV) == nil", b"0", b"a"],
+        b":1\r\n",
+    );
     // redis.setresp(3) lasts for its own run only.
     check(&mut c, "HSET h f v", ":1\r\n");
     c.expect(

@@ -101,10 +101,18 @@ pub fn run(
             let status = match inputs {
                 Inputs::Globals { globals, lists } => {
                     raw.push(globals)?;
-                    push_reused(raw, state, &mut lists.keys, keys)?;
-                    ffi::lua_setfield(state, -2, c"KEYS".as_ptr());
-                    push_reused(raw, state, &mut lists.argv, args)?;
-                    ffi::lua_setfield(state, -2, c"ARGV".as_ptr());
+                    // A table filled again is the global already (scripts cannot assign
+                    // globals); only a new one is set, which spares interning the name.
+                    if push_reused(raw, state, &mut lists.keys, keys)? {
+                        ffi::lua_setfield(state, -2, c"KEYS".as_ptr());
+                    } else {
+                        ffi::lua_pop(state, 1);
+                    }
+                    if push_reused(raw, state, &mut lists.argv, args)? {
+                        ffi::lua_setfield(state, -2, c"ARGV".as_ptr());
+                    } else {
+                        ffi::lua_pop(state, 1);
+                    }
                     ffi::lua_pop(state, 1);
                     let status = ffi::lua_pcall(state, 0, 1, handler_at);
                     drop_if_changed(raw, state, &mut lists.keys)?;
@@ -132,15 +140,16 @@ pub fn run(
 }
 
 /// Pushes `{items...}` in the list's table when it has one (what the last run put past
-/// `items` is cleared), or in a new one it keeps. Uses two stack slots.
+/// `items` is cleared), or in a new one it keeps. True when the table is new. Uses two
+/// stack slots.
 #[allow(unsafe_code)]
 unsafe fn push_reused(
     raw: &mlua::state::RawLua,
     state: *mut ffi::lua_State,
     list: &mut ReusedList,
     items: &[Bytes],
-) -> mlua::Result<()> {
-    match &list.table {
+) -> mlua::Result<bool> {
+    let new = match &list.table {
         Some(table) => {
             raw.push(table)?;
             fill(state, items);
@@ -148,15 +157,17 @@ unsafe fn push_reused(
                 ffi::lua_pushnil(state);
                 ffi::lua_rawseti(state, -2, index as ffi::lua_Integer + 1);
             }
+            false
         }
         None => {
             push_list(state, items);
             ffi::lua_pushvalue(state, -1);
             list.table = Some(raw.pop::<Table>()?);
+            true
         }
-    }
+    };
     list.len = items.len();
-    Ok(())
+    Ok(new)
 }
 
 /// After a run: forgets the list's table unless it holds exactly what the run was given
