@@ -10,8 +10,7 @@
 //!
 //! A recognized run makes the same two `redis.call`s the VM would, through the same
 //! gatekeeper path (`gate::run_for_script`), so statistics, the slow log, MONITOR, the
-//! AOF, keyspace events, client tracking and WATCH see the same commands with the same
-//! arguments. What it skips is the VM's own work: the KEYS and ARGV tables, interning the
+//! AOF and WATCH see the same commands with the same arguments. What it skips is the VM's own work: the KEYS and ARGV tables, interning the
 //! key and the token, the protected call and the garbage. Before it runs anything it
 //! makes sure the run can only end as the VM's would without an error: neither call may
 //! be refused (`gate::script_admits`, the checks `redis.call` makes) and the key must
@@ -147,7 +146,8 @@ fn tokens(body: &[u8]) -> Option<(String, Vec<Vec<u8>>)> {
 impl Idiom {
     /// Runs the release for `keys` and `args` as the VM would, or returns `None` having
     /// done nothing when it cannot be sure the run ends without an error (see the module's
-    /// notes). `resp` is the protocol the calls' replies are read in (2 at a run's start).
+    /// notes). The calls' replies are read in RESP2, a run's protocol until it calls
+    /// `redis.setresp`, which these scripts do not.
     pub fn run(
         &self,
         ctx: &mut Ctx<'_, '_>,
