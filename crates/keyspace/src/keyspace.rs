@@ -16,7 +16,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::clock::{Clock, Deadline, Now, Tick};
 use crate::slot::Slot;
-use crate::table::{Found, Table};
+use crate::table::{Found, Swept, Table};
 use crate::value::{Entry, Value};
 
 /// One shard: its part of every database.
@@ -58,6 +58,8 @@ pub type ShardCopy = Box<[Table]>;
 
 /// Keys removed by expiry, as `(db, key)`.
 pub type RemovedKeys = [(usize, Box<[u8]>)];
+/// The pairs one sweep removed, and what it read.
+pub type SweptShard = (Vec<(usize, Box<[u8]>)>, Swept);
 
 /// A shard just locked, by whatever path: if a snapshot cut marked it, it is copied first,
 /// before anyone changes it.
@@ -562,15 +564,17 @@ impl Keyspace {
         }
     }
 
-    /// Active expiry for one shard: removes passed keys from up to `max_segments` segments of
-    /// each database. Returns `(db, key)` pairs removed; `on_removed` sees them first, while
-    /// the shard is still locked (so that a `DEL` it logs precedes any later write there).
+    /// Active expiry for one shard: reads up to `budget` keys of each database that has
+    /// deadlines there ([`Table::sweep_expired`]) and removes the passed ones. Returns the
+    /// `(db, key)` pairs removed and what the sweep read; `on_removed` sees the pairs first,
+    /// while the shard is still locked (so that a `DEL` it logs precedes any later write
+    /// there).
     pub fn sweep_shard(
         &self,
         shard: usize,
-        max_segments: usize,
+        budget: usize,
         on_removed: &mut dyn FnMut(&RemovedKeys),
-    ) -> Vec<(usize, Box<[u8]>)> {
+    ) -> SweptShard {
         let mut now = self.clock.now();
         now.loading = self.loading.load(Ordering::Relaxed);
         let mut guard = self.lock_shard(shard);
@@ -579,8 +583,9 @@ impl Keyspace {
         }
         let mut removed = Vec::new();
         let mut keys = Vec::new();
+        let mut swept = Swept::default();
         for (db, table) in guard.dbs.iter_mut().enumerate() {
-            table.sweep_expired(now, max_segments, &mut keys);
+            swept += table.sweep_expired(now, budget, &mut keys);
             removed.extend(keys.drain(..).map(|k| (db, k)));
         }
         if !guard.watches.is_empty() {
@@ -591,7 +596,7 @@ impl Keyspace {
         if !removed.is_empty() {
             on_removed(&removed);
         }
-        removed
+        (removed, swept)
     }
 
     /// UNWATCH for a client that holds no shard: locks its watched keys' shards and forgets
@@ -1577,7 +1582,7 @@ mod tests {
         drop(gone);
         assert_eq!(registered_watchers(&ks), 2);
         for shard in 0..ks.shard_count() {
-            ks.sweep_shard(shard, 1, &mut |_| {});
+            let _ = ks.sweep_shard(shard, 1, &mut |_| {});
         }
         assert_eq!(registered_watchers(&ks), 0);
     }

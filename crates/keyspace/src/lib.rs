@@ -22,6 +22,6 @@ pub use clock::{Clock, Deadline, Now, Tick};
 pub use keyspace::{Effects, KeyWaiter, Keyspace, Locked, LongWait, Snapshot, Woken};
 pub use slot::Slot;
 pub use stream::Stream;
-pub use table::Table;
+pub use table::{Swept, Table};
 pub use value::{parse_i64_strict, Entry, Value, ValueKind};
 pub use zset::SortedSet;
