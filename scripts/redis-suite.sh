@@ -56,6 +56,7 @@ DEFAULT_UNITS=(
     unit/protocol
     unit/info-command
     unit/quit
+    unit/introspection
     unit/introspection-2
     unit/scan
     unit/type/list
@@ -84,6 +85,7 @@ declare -A EXPECTED_OK=(
     [unit/protocol]=19
     [unit/info-command]=3
     [unit/quit]=3
+    [unit/introspection]=27
     [unit/introspection-2]=43
     [unit/scan]=17
     [unit/type/list]=220

@@ -1203,10 +1203,23 @@ fn redacted(args: &[Bytes]) -> std::borrow::Cow<'_, [Bytes]> {
     args.into()
 }
 
+/// EVAL, EVALSHA, FCALL and their `_RO` forms reach MONITOR as in Redis 7.0: when their
+/// handler starts, before the script's own commands (which MONITOR shows from `lua`), and
+/// whatever the handler then answers. Their `skip_monitor` flag keeps the usual line after
+/// the command away.
+pub fn monitor_script_command(ctx: &Ctx<'_, '_>, args: &[Bytes]) {
+    if ctx.server.clients.monitors.load(Ordering::Relaxed) > 0 {
+        feed_monitors(ctx.server, ctx.client, &redacted(args));
+    }
+}
+
 fn feed_monitors(server: &Server, client: &Client, args: &[Bytes]) {
     let now = server.keyspace.clock().now();
     let micros = now.wall_ms.rem_euclid(1000) * 1000;
-    let origin = if client.shared.unix {
+    let origin = if client.in_script {
+        // A script's commands, in the database the script has selected.
+        "lua".to_string()
+    } else if client.shared.unix {
         format!("unix:{}", client.shared.laddr)
     } else {
         client.shared.addr.clone()

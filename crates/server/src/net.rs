@@ -295,6 +295,9 @@ async fn connection<S>(
             let mut parsed = 0;
             let mut parse_error = None;
             let mut drained = false;
+            // While the batch runs, CLIENT LIST's `qbuf` counts it too, as Redis' query
+            // buffer still holds the commands it is running.
+            let unconsumed = input.len();
             while parsed < MAX_BATCH {
                 if parsed == batch.len() {
                     batch.push(Vec::new());
@@ -315,6 +318,10 @@ async fn connection<S>(
                     break;
                 }
             }
+            client
+                .shared
+                .query_buffer
+                .store(unconsumed, Ordering::Relaxed);
             let mut found = [None; MAX_BATCH];
             if parsed > 1 {
                 gate::prefetch(&server, &client, &batch[..parsed], &mut found);

@@ -483,14 +483,11 @@ fn client_kill(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             };
             let option = &args[i];
             if is(option, "ID") {
+                // Not a number at all gets the same answer, as in Redis 7.0.
                 match parse_i64(value) {
                     Some(n) if n >= 1 => id = Some(n as u64),
-                    Some(_) => {
+                    _ => {
                         ctx.reply.error(b"ERR client-id should be greater than 0");
-                        return;
-                    }
-                    None => {
-                        ctx.reply.error(err::NOT_INTEGER);
                         return;
                     }
                 }

@@ -228,6 +228,7 @@ fn fcall_ro(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 }
 
 fn fcall_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], read_only: bool) {
+    crate::gate::monitor_script_command(ctx, args);
     let server = ctx.server;
     let known = server
         .scripting

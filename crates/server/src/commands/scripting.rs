@@ -251,6 +251,7 @@ pub fn split_keys<'a>(
 }
 
 fn eval_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], evalsha: bool, read_only: bool) {
+    crate::gate::monitor_script_command(ctx, args);
     let Some((keys, script_args)) = split_keys(ctx, args) else {
         return;
     };
