@@ -88,20 +88,13 @@ pub fn prefetch(
         if command.spec.lock != LockPlan::Keys {
             continue;
         }
-        let mut visit = |at: usize, _| {
+        let _ = command.visit_keys(args, |at, _| {
             if count < PREFETCH_KEYS {
                 hashes[count] = server.keyspace.prefetch(client.db, &args[at]);
                 keys[count] = &args[at];
                 count += 1;
             }
-        };
-        match command.only_key_at {
-            Some(at) if at < args.len() => visit(at, 0),
-            Some(_) => {}
-            None => {
-                let _ = crate::spec::visit_keys(command.spec, args, visit);
-            }
-        }
+        });
     }
     // Each step reads what the one before started loading: bucket, slot, string value.
     for hash in &hashes[..count] {

@@ -53,6 +53,27 @@ pub struct Command {
     pub only_key_at: Option<usize>,
 }
 
+impl Command {
+    /// The keys `args` name, as [`crate::spec::visit_keys`] finds them (with each key's
+    /// spec flags), straight from [`Command::only_key_at`] when the command has one.
+    #[inline]
+    pub fn visit_keys(
+        &self,
+        args: &[bytes::Bytes],
+        mut visit: impl FnMut(usize, u16),
+    ) -> Result<(), crate::spec::KeysError> {
+        match self.only_key_at {
+            Some(at) => {
+                if at < args.len() {
+                    visit(at, self.spec.key_specs[0].flags);
+                }
+                Ok(())
+            }
+            None => crate::spec::visit_keys(self.spec, args, visit),
+        }
+    }
+}
+
 /// See [`Command::only_key_at`]: a lone spec of one key at a fixed index (`last_key` 0
 /// visits the begin index only, whatever the step), which is what `visit_keys` finds.
 fn only_key_at(spec: &CommandSpec) -> Option<usize> {
@@ -314,15 +335,21 @@ mod tests {
                     .map(|i| bytes::Bytes::from(format!("arg{i}")))
                     .collect();
                 let mut found = Vec::new();
-                let walked =
-                    crate::spec::visit_keys(command.spec, &args, |index, _| found.push(index));
+                let walked = crate::spec::visit_keys(command.spec, &args, |index, flags| {
+                    found.push((index, flags))
+                });
                 assert!(walked.is_ok(), "{} with {len} arguments", command.full_name);
                 let shortcut: Vec<usize> = (at < len).then_some(at).into_iter().collect();
+                let positions: Vec<usize> = found.iter().map(|&(index, _)| index).collect();
                 assert_eq!(
-                    found, shortcut,
+                    positions, shortcut,
                     "{} with {len} arguments",
                     command.full_name
                 );
+                let mut visited = Vec::new();
+                let taken = command.visit_keys(&args, |index, flags| visited.push((index, flags)));
+                assert!(taken.is_ok());
+                assert_eq!(visited, found, "{} with {len} arguments", command.full_name);
             }
         }
         for name in [
