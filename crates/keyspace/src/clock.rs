@@ -64,6 +64,11 @@ impl Tick {
         Tick(nanos)
     }
 
+    /// The reading in nanoseconds (what [`Tick::from_nanos`] takes back).
+    pub fn as_nanos(self) -> u64 {
+        self.0
+    }
+
     /// Nanoseconds from `earlier` to this reading (0 if `earlier` is later).
     pub fn nanos_since(self, earlier: Tick) -> u64 {
         self.0.saturating_sub(earlier.0)

@@ -54,6 +54,56 @@ fn core_share(pid: u32, period: std::time::Duration) -> f64 {
     (cpu_ticks(pid) - before) as f64 / ticks_per_second / period.as_secs_f64()
 }
 
+/// INFO stats' `busy_poll_window_us`: how long the server polls after input now.
+fn poll_window_us(con: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("stats").query(con).expect("INFO");
+    info.lines()
+        .find_map(|line| line.strip_prefix("busy_poll_window_us:"))
+        .expect("busy_poll_window_us")
+        .trim()
+        .parse()
+        .expect("a number")
+}
+
+#[test]
+fn busy_polling_stops_for_a_client_that_pauses_and_resumes_for_one_that_does_not() {
+    use latch_server::busy_poll::{CREDIT_MAX, PROBE_EVERY};
+    let server = TestServer::start(&["--busy-poll-us", "2000"]);
+    let mut con = server.client();
+    assert_eq!(poll_window_us(&mut con), 2000);
+    let ping = |con: &mut redis::Connection| {
+        let pong: String = redis::cmd("PING").query(con).expect("PING");
+        assert_eq!(pong, "PONG");
+    };
+    // A client that pauses 10 ms between requests: every 2 ms window passes without input.
+    // Polling through each would take a fifth of a core; once its credit is spent the
+    // server stops polling, and probes none (its sleeps last more than 4 windows).
+    let pause = std::time::Duration::from_millis(10);
+    for _ in 0..CREDIT_MAX + 8 {
+        ping(&mut con);
+        std::thread::sleep(pause);
+    }
+    let before = cpu_ticks(server.pid());
+    let started = std::time::Instant::now();
+    for _ in 0..100 {
+        ping(&mut con);
+        std::thread::sleep(pause);
+    }
+    let share = (cpu_ticks(server.pid()) - before) as f64 / 100.0 / started.elapsed().as_secs_f64();
+    assert!(
+        share < 0.1,
+        "pausing client: the server used {share:.3} of a core"
+    );
+    assert_eq!(poll_window_us(&mut con), 0);
+
+    // Requests back to back: wake-ups that come soon after the sleep start a probe, which
+    // catches the next request, and polling is on again.
+    for _ in 0..2 * PROBE_EVERY {
+        ping(&mut con);
+    }
+    assert_eq!(poll_window_us(&mut con), 2000);
+}
+
 #[test]
 fn busy_polling_polls_after_input_and_sleeps_when_idle() {
     let server = TestServer::start(&["--busy-poll-us", "1000000"]);

@@ -705,6 +705,9 @@ fn stats_section(server: &Server, out: &mut String) {
         "scripts_run_without_vm",
         server.scripting.run.runs_without_vm.load(Ordering::Relaxed),
     );
+    // Latch's own: how long the server now polls after input before it sleeps (adapted to
+    // the gaps between requests, at most busy-poll-us; `busy_poll`).
+    field(out, "busy_poll_window_us", crate::busy_poll::window_us());
 }
 
 /// A replication id for INFO replication, fixed for the process (DEBUG CHANGE-REPL-ID
