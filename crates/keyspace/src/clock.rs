@@ -159,15 +159,32 @@ impl Clock {
             + self.mono_offset_ms.load(Ordering::Relaxed))
         .max(0) as u64
             + 1;
-        let mut wall_us = self.wall_at_base_us.load(Ordering::Relaxed) + (elapsed_ns / 1000) as i64;
-        if check_wall && (wall_us / 1000 - coarse_wall_ms()).abs() > WALL_CHECK_MS {
-            wall_us = self.resync_at(at);
-        }
         Now {
             mono_ms,
-            wall_ms: wall_us.div_euclid(1000) + self.wall_offset_ms.load(Ordering::Relaxed),
+            wall_ms: self.wall_us_at(at, check_wall).div_euclid(1000)
+                + self.wall_offset_ms.load(Ordering::Relaxed),
             loading: false,
         }
+    }
+
+    /// The wall clock at `at` in microseconds, without the offset `jump_wall` adds.
+    fn wall_us_at(&self, at: Tick, check_wall: bool) -> i64 {
+        let wall_us = self.wall_at_base_us.load(Ordering::Relaxed)
+            + (at.nanos_since(self.base) / 1000) as i64;
+        if check_wall && (wall_us / 1000 - coarse_wall_ms()).abs() > WALL_CHECK_MS {
+            return self.resync_at(at);
+        }
+        wall_us
+    }
+
+    /// Unix time now in microseconds, on the wall clock [`Clock::now`] reads (offsets
+    /// included): what TIME answers and MONITOR stamps its lines with.
+    pub fn wall_us(&self) -> i64 {
+        self.wall_us_at(Tick::now(), true)
+            + self
+                .wall_offset_ms
+                .load(Ordering::Relaxed)
+                .saturating_mul(1000)
     }
 
     /// Re-reads the wall clock (each cron tick), so a step too small for the coarse check is

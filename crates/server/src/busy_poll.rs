@@ -202,7 +202,9 @@ pub async fn run(server: Arc<Server>) {
         ASLEEP.store(true, Ordering::Relaxed);
         // A read between the store and this wait leaves a permit: no input is missed.
         WAKE.notified().await;
-        // A permit left by a read from before ASLEEP was set carries no time of its own.
+        // The read that found ASLEEP set stored its time before it notified. (Two reads on
+        // two workers may both find it set: the second permit then ends the next sleep at
+        // once, with a time from before it, which counts as a near miss.)
         let woken = Tick::from_nanos(WOKEN_AT.load(Ordering::Relaxed));
         window.woken(INPUTS.load(Ordering::Relaxed), woken, Tick::now());
         WINDOW_US.store(window.length_ns() / 1000, Ordering::Relaxed);

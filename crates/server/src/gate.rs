@@ -1207,8 +1207,7 @@ pub fn monitor_script_command(ctx: &Ctx<'_, '_>, args: &[Bytes]) {
 }
 
 fn feed_monitors(server: &Server, client: &Client, args: &[Bytes]) {
-    let now = server.keyspace.clock().now();
-    let micros = now.wall_ms.rem_euclid(1000) * 1000;
+    let wall_us = server.keyspace.clock().wall_us();
     let origin = if client.in_script {
         // A script's commands, in the database the script has selected.
         "lua".to_string()
@@ -1217,7 +1216,13 @@ fn feed_monitors(server: &Server, client: &Client, args: &[Bytes]) {
     } else {
         client.shared.addr.clone()
     };
-    let mut line = format!("+{}.{:06} [{} {}]", now.wall_s(), micros, client.db, origin);
+    let mut line = format!(
+        "+{}.{:06} [{} {}]",
+        wall_us.div_euclid(1_000_000),
+        wall_us.rem_euclid(1_000_000),
+        client.db,
+        origin
+    );
     for arg in args {
         line.push_str(" \"");
         for &b in arg.iter() {

@@ -500,6 +500,39 @@ fn monitor_streams_other_clients_commands() {
     let mut conn = server.client();
     let info: String = redis::cmd("CLIENT").arg("LIST").query(&mut conn).unwrap();
     assert!(info.contains("flags=O"), "{info}");
+
+    // Lines are stamped to the microsecond, on the clock TIME reads (Redis' ustime).
+    let micros = |(s, us): (i64, i64)| s * 1_000_000 + us;
+    let read_line_of = |watcher: &mut RawConn, command: &str| loop {
+        let line = read_line(watcher);
+        if line.contains(command) {
+            break line;
+        }
+    };
+    let before = micros(redis::cmd("TIME").query(&mut conn).unwrap());
+    let mut stamps = Vec::new();
+    for n in 0..20 {
+        let word = format!("n{n:02}");
+        other.expect(
+            &[b"ECHO", word.as_bytes()],
+            format!("$3\r\n{word}\r\n").as_bytes(),
+        );
+        let line = read_line_of(&mut watcher, &format!("\"{word}\""));
+        let stamp = &line[1..line.find(' ').unwrap()];
+        let (s, us) = stamp.split_once('.').expect(stamp);
+        assert_eq!(us.len(), 6, "{line}");
+        stamps.push(s.parse::<i64>().unwrap() * 1_000_000 + us.parse::<i64>().unwrap());
+    }
+    let after = micros(redis::cmd("TIME").query(&mut conn).unwrap());
+    assert!(stamps.windows(2).all(|w| w[0] <= w[1]), "{stamps:?}");
+    assert!(
+        before <= stamps[0] && stamps[19] <= after,
+        "{before} {stamps:?} {after}"
+    );
+    assert!(
+        stamps.iter().any(|us| us % 1000 != 0),
+        "whole milliseconds: {stamps:?}"
+    );
 }
 
 #[test]

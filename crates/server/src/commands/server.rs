@@ -433,15 +433,10 @@ pub fn note_command_latency(server: &Server, spec: &CommandSpec, elapsed_us: u64
 }
 
 fn time(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
-    let now = ctx.now();
-    let sub_ms_us = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_micros() % 1000)
-        .unwrap_or(0) as i64;
+    let wall_us = ctx.server.keyspace.clock().wall_us();
     ctx.reply.array(2);
-    ctx.reply.bulk_integer(now.wall_s());
-    ctx.reply
-        .bulk_integer(now.wall_ms.rem_euclid(1000) * 1000 + sub_ms_us);
+    ctx.reply.bulk_integer(wall_us.div_euclid(1_000_000));
+    ctx.reply.bulk_integer(wall_us.rem_euclid(1_000_000));
 }
 
 fn lastsave(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
