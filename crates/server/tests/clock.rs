@@ -167,6 +167,44 @@ fn active_expiry_removes_keys_nobody_reads() {
 }
 
 #[test]
+fn active_expiry_finds_the_few_passed_keys_among_many_live_ones() {
+    // A tick that finds few passed keys stops after a few hundred keys; the next one goes
+    // on from there, so every shard's keys are still read in turn.
+    let server = TestServer::start(&["--hz", "100"]);
+    let mut c = server.client();
+    let mut pipe = redis::pipe();
+    for i in 0..30_000 {
+        pipe.cmd("SET")
+            .arg(format!("live{i}"))
+            .arg("v")
+            .arg("EX")
+            .arg(3600)
+            .ignore();
+    }
+    for i in 0..300 {
+        pipe.cmd("SET")
+            .arg(format!("gone{i}"))
+            .arg("v")
+            .arg("PX")
+            .arg(50)
+            .ignore();
+    }
+    let _: () = pipe.query(&mut c).unwrap();
+    ok(&mut c, &["DEBUG", "ADVANCE-CLOCK", "51"]);
+    let mut size = 0;
+    for _ in 0..300 {
+        size = int(&mut c, &["DBSIZE"]);
+        if size == 30_000 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(size, 30_000);
+    let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+    assert!(info.contains("expired_keys:300\r"), "{info}");
+}
+
+#[test]
 fn sigterm_stops_the_server_cleanly() {
     let mut server = TestServer::start(&[]);
     let status = std::process::Command::new("kill")
