@@ -747,19 +747,17 @@ pub fn script_call(
     Ok(run_for_script(ctx, command, args, resp, run))
 }
 
-/// The command `redis.call(args)` would run now, when none of the script checks would
-/// refuse it; `None` otherwise. Counts nothing and runs nothing: for a caller that must
-/// know before it starts (`scripting::idiom`).
-pub fn script_admits<'t>(
+/// Whether none of the script checks would refuse `command` (what `redis.call(args)`
+/// finds, arity checked) now. Counts nothing and runs nothing: for a caller that must know
+/// before it starts (`scripting::idiom`).
+pub fn script_admits(
     ctx: &Ctx<'_, '_>,
+    command: &Command,
     args: &[Bytes],
     rules: crate::scripting::engine::CallRules,
     run: &crate::scripting::RunState,
-) -> Option<&'t Command> {
-    let command = command_for_script(args).ok()?;
-    script_refusal(ctx.server, ctx.client, command, args, rules, run)
-        .is_none()
-        .then_some(command)
+) -> bool {
+    script_refusal(ctx.server, ctx.client, command, args, rules, run).is_none()
 }
 
 /// Why a script may not run `command` now (Redis' checks in `scriptCall`, in its order),

@@ -25,16 +25,31 @@ use super::raw::Ran;
 use super::RunState;
 use crate::commands::Ctx;
 use crate::gate;
+use crate::table::Command;
 
 /// A recognized release script.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Idiom {
     /// The command names the script's two calls spell: MONITOR and the AOF show them as
     /// written.
     get: Bytes,
     del: Bytes,
+    /// GET and DEL, found once in the command table (each run still makes every check
+    /// `redis.call` makes before it calls them).
+    get_command: &'static Command,
+    del_command: &'static Command,
     answer: Answer,
 }
+
+/// Two idioms are the same when they spell the same names and answer alike (the commands
+/// follow from the names).
+impl PartialEq for Idiom {
+    fn eq(&self, other: &Idiom) -> bool {
+        self.get == other.get && self.del == other.del && self.answer == other.answer
+    }
+}
+
+impl Eq for Idiom {}
 
 /// What a release that deleted the key returns (one that did not returns 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,9 +88,17 @@ pub fn recognize(body: &[u8]) -> Option<Idiom> {
     let (text, literals) = tokens(body)?;
     let answer = FORMS.iter().find(|(form, _)| *form == text)?.1;
     let [get, del] = <[Vec<u8>; 2]>::try_from(literals).ok()?;
+    // With a key, both calls pass the arity check `redis.call` makes.
+    let key = Bytes::from_static(b"key");
+    let get = Bytes::from(get);
+    let del = Bytes::from(del);
+    let get_command = gate::command_for_script(&[get.clone(), key.clone()]).ok()?;
+    let del_command = gate::command_for_script(&[del.clone(), key]).ok()?;
     Some(Idiom {
-        get: Bytes::from(get),
-        del: Bytes::from(del),
+        get,
+        del,
+        get_command,
+        del_command,
         answer,
     })
 }
@@ -160,8 +183,12 @@ impl Idiom {
         let key = keys.first()?;
         let get_args = [self.get.clone(), key.clone()];
         let del_args = [self.del.clone(), key.clone()];
-        let get = gate::script_admits(ctx, &get_args, rules, run)?;
-        let del = gate::script_admits(ctx, &del_args, rules, run)?;
+        if !gate::script_admits(ctx, self.get_command, &get_args, rules, run)
+            || !gate::script_admits(ctx, self.del_command, &del_args, rules, run)
+        {
+            return None;
+        }
+        let (get, del) = (self.get_command, self.del_command);
         let db = ctx.client.db;
         if ctx
             .keys
