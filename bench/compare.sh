@@ -54,7 +54,6 @@ need_tools redis-server redis-benchmark redis-cli taskset gcc
 ceiling_bin=$work/ceiling
 gcc -O2 -o "$ceiling_bin" "$repo/bench/ceiling.c"
 [[ $(nproc) -ge 2 ]] || { echo "needs 2 cores for the pinned placement" >&2; exit 1; }
-ticks_per_second=$(getconf CLK_TCK)
 
 # Requests per run, by clients/pipeline: each run lasts about a second or two.
 requests_for() {
@@ -86,10 +85,6 @@ start() {
     wait_for_server
 }
 
-stop() { kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=; }
-
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
-
 # bench PLACEMENT ROW SHAPE: prints "rps p50 p99 cpu_us_per_request".
 bench() {
     local placement=$1 row=$2 shape=$3 clients pipeline requests
@@ -109,7 +104,6 @@ bench() {
                   printf "%s %s %s %.2f\n", $2, $5, $7, ticks / hz * 1e6 / n }' "$work/out.csv"
 }
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "-" && b > 0) printf "%.2f", a / b; else print "-" }'; }
 
 all_rows="SET GET SETNX INCR MSET LOCK RELEASE RELEASE_VM"
@@ -139,7 +133,7 @@ for placement in $placements; do
                         bench "$placement" "$row" "$shape" >>"$work/res.$which.$row.$shape"
                     done
                 done
-                stop
+                stop_server
             done
         done
         for row in $rows; do
@@ -180,7 +174,7 @@ if [[ $memory -eq 1 ]]; then
         after=$(awk '/^VmRSS/ { print $2 }' "/proc/$pid/status")
         per_key[$which]=$(awk -v a="$after" -v b="$before" -v k="$keys" 'BEGIN { printf "%.1f", (a - b) * 1024 / k }')
         printf '%-8s %9s KiB %9s KiB %14s\n' "$which" "$before" "$after" "${per_key[$which]}"
-        stop
+        stop_server
     done
     echo "memory latch/redis: $(ratio "${per_key[latch]}" "${per_key[redis]}")"
 fi

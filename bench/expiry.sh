@@ -27,8 +27,6 @@ done
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 need_tools redis-server redis-benchmark redis-cli taskset
 
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
-hz=$(getconf CLK_TCK)
 
 # load TTL_MS: about $keys keys with that TTL.
 load() {
@@ -52,7 +50,7 @@ for which in redis latch; do
     sleep 1
     before=$(cpu_ticks)
     sleep 5
-    idle=$(awk -v t=$(($(cpu_ticks) - before)) -v hz="$hz" 'BEGIN { printf "%.1f", t * 1000 / hz / 5 }')
+    idle=$(awk -v t=$(($(cpu_ticks) - before)) -v hz="$ticks_per_second" 'BEGIN { printf "%.1f", t * 1000 / hz / 5 }')
 
     redis-cli -p "$port" FLUSHALL >/dev/null
     load 4000

@@ -28,6 +28,18 @@ trap cleanup EXIT
 # connections, the load generator's own included, take from: a port there may be busy.
 port=$((20000 + RANDOM % 12000))
 
+# stop_server: kills the server started as $pid and waits for it.
+stop_server() { kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=; }
+
+# cpu_ticks: the CPU time (user + system) of the server $pid so far, in clock ticks of
+# ticks_per_second each (/proc/PID/stat).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
+ticks_per_second=$(getconf CLK_TCK)
+
+# median: the middle of the numbers on stdin, one a line (the lower of the two middle ones
+# for an even count).
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
 # wait_for_server [TRIES]: waits (TRIES x 50 ms, default 100) until the server just started
 # as $pid answers PING on $port. Stops the script when that server has exited (a port
 # already taken, a bad option) or never answers: a benchmark must never run against

@@ -30,7 +30,6 @@ done
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 need_tools redis-server redis-cli taskset python3
-hz=$(getconf CLK_TCK)
 
 cat >"$work/client.py" <<'EOF'
 import socket, sys, time
@@ -54,8 +53,6 @@ for _ in range(n):
 print("%.2f" % ((time.perf_counter() - start) / n * 1e6))
 EOF
 
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
-
 # one_run SERVER PAUSE: "cycle_us cpu_us" for one client run against a fresh server.
 one_run() {
     local dir=$work/$RANDOM$RANDOM before cycle after
@@ -72,14 +69,10 @@ one_run() {
     before=$(cpu_ticks)
     cycle=$(taskset -c 1 python3 "$work/client.py" "$port" "$requests" "$2")
     after=$(cpu_ticks)
-    kill -9 "$pid"
-    wait "$pid" 2>/dev/null || true
-    pid=
-    echo "$cycle $(awk -v t=$((after - before)) -v hz="$hz" -v n="$requests" \
+    stop_server
+    echo "$cycle $(awk -v t=$((after - before)) -v hz="$ticks_per_second" -v n="$requests" \
         'BEGIN { printf "%.2f", t / hz * 1e6 / n }')"
 }
-
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 printf '%8s | %10s %10s %7s | %10s %10s %7s\n' pause_us redis_cyc latch_cyc l/r \
     redis_cpu latch_cpu l/r

@@ -34,15 +34,11 @@ start() {
     wait_for_server
 }
 
-stop() { kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=; }
-
 # run: prints "rps p99_ms" for SET with random keys.
 run() {
     redis-benchmark -p "$port" -t set -r 100000 -n "$requests" -c "$clients" -P 1 --csv 2>/dev/null |
         awk -F'","' '/^"SET/ { gsub(/"/, "", $2); gsub(/"/, "", $7); print $2, $7 }'
 }
-
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 printf '%-10s %14s %14s %8s %12s %12s\n' mode redis_rps latch_rps ratio redis_p99ms latch_p99ms
 for mode in off everysec always; do
@@ -53,7 +49,7 @@ for mode in off everysec always; do
             [[ $server == latch ]] && bin=$latch_bin
             start "$bin" "$mode"
             read -r rps p99 < <(run)
-            stop
+            stop_server
             echo "$rps" >>"$work/$server.rps"
             echo "$p99" >>"$work/$server.p99"
         done

@@ -10,8 +10,9 @@
 //!
 //! A recognized run makes the same two `redis.call`s the VM would, through the same
 //! gatekeeper path (`gate::run_for_script`), so statistics, the slow log, MONITOR, the
-//! AOF and WATCH see the same commands with the same arguments. What it skips is the VM's own work: the KEYS and ARGV tables, interning the
-//! key and the token, the protected call and the garbage. Before it runs anything it
+//! AOF and WATCH see the same commands with the same arguments. What it skips is the VM's
+//! own work: the KEYS and ARGV tables, interning the key and the token, the protected call
+//! and the garbage. Before it runs anything it
 //! makes sure the run can only end as the VM's would without an error: neither call may
 //! be refused (`gate::script_admits`, the checks `redis.call` makes) and the key must
 //! hold a string or nothing (GET's only error is WRONGTYPE). Otherwise it leaves the
