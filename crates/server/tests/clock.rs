@@ -142,6 +142,20 @@ fn ttl_reports_consistently_for_both_kinds() {
     }
 }
 
+/// Polls DBSIZE (which removes nothing itself) every 50 ms until it is `expected` or
+/// `seconds` have passed; the last size seen.
+fn dbsize_when_swept(c: &mut redis::Connection, expected: i64, seconds: u64) -> i64 {
+    let mut size = 0;
+    for _ in 0..seconds * 20 {
+        size = int(c, &["DBSIZE"]);
+        if size == expected {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    size
+}
+
 #[test]
 fn active_expiry_removes_keys_nobody_reads() {
     let server = TestServer::start(&["--hz", "100"]);
@@ -151,17 +165,8 @@ fn active_expiry_removes_keys_nobody_reads() {
     }
     ok(&mut c, &["SET", "stays", "v"]);
     ok(&mut c, &["DEBUG", "ADVANCE-CLOCK", "51"]);
-    // Nobody reads the keys; the background sweep must find them. Poll DBSIZE (which does
-    // not remove anything itself) for up to five seconds.
-    let mut size = 0;
-    for _ in 0..100 {
-        size = int(&mut c, &["DBSIZE"]);
-        if size == 1 {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert_eq!(size, 1);
+    // Nobody reads the keys; the background sweep must find them.
+    assert_eq!(dbsize_when_swept(&mut c, 1, 5), 1);
     let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
     assert!(info.contains("expired_keys:500"), "{info}");
 }
@@ -191,15 +196,7 @@ fn active_expiry_finds_the_few_passed_keys_among_many_live_ones() {
     }
     let _: () = pipe.query(&mut c).unwrap();
     ok(&mut c, &["DEBUG", "ADVANCE-CLOCK", "51"]);
-    let mut size = 0;
-    for _ in 0..300 {
-        size = int(&mut c, &["DBSIZE"]);
-        if size == 30_000 {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert_eq!(size, 30_000);
+    assert_eq!(dbsize_when_swept(&mut c, 30_000, 15), 30_000);
     let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
     assert!(info.contains("expired_keys:300\r"), "{info}");
 }
