@@ -143,12 +143,33 @@ pub fn beside_runtime<R>(work: impl FnOnce() -> R) -> R {
 /// a hook tick): hands this worker's place in the runtime (its queued connections and the
 /// I/O driver) to another thread, tokio's `block_in_place`, so that connections keep being
 /// served, BUSY answered and SCRIPT KILL heard, even with a single worker. The thread goes
-/// on with the script outside the pool. Called at every tick: once this thread has handed
-/// its place on it costs next to nothing, and a handoff that did not happen in time (the
-/// place came back before the new thread took it) is tried again.
-pub fn step_aside_from_runtime() {
-    beside_runtime(std::thread::yield_now)
+/// on with the script outside the pool.
+///
+/// `block_in_place` takes the place back when its closure returns if the new thread has not
+/// taken it yet, and a thread woken from tokio's blocking pool needs tens of microseconds
+/// (more on a loaded machine): a closure that returned at once kept the place nearly every
+/// time, and a script calling `redis.call` in a loop (few hook ticks a second) went unkilled
+/// for up to minutes. So the closure waits until a task spawned now has run, which with one
+/// worker means the new thread has the place, for at most [`HANDOFF_WAIT`]. True when that
+/// was seen (or there is no runtime to leave): the caller need not step aside again this
+/// run. False when the wait ran out: the caller tries again at its next tick.
+pub fn step_aside_from_runtime() -> bool {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let handle = match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => handle,
+        _ => return true,
+    };
+    tokio::task::block_in_place(|| {
+        let (ran, heard) = std::sync::mpsc::sync_channel(1);
+        handle.spawn(async move {
+            let _ = ran.send(());
+        });
+        heard.recv_timeout(HANDOFF_WAIT).is_ok()
+    })
 }
+
+/// The longest a script waits at one hook tick for its worker's place to be taken.
+const HANDOFF_WAIT: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// The keyspace's `LongWait`.
 fn wait_beside_runtime(wait: &mut dyn FnMut()) {
@@ -161,4 +182,41 @@ pub fn random_hex(len: usize) -> String {
     (0..len)
         .map(|_| char::from_digit(rng.gen_range(0..16), 16).unwrap_or('0'))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    /// With one worker, a task that steps aside and then spins (as a script does, never
+    /// yielding) must leave the runtime running another task. Fresh runtimes each round:
+    /// the first handoff needs a new thread, which is when a lost handoff was likeliest.
+    #[test]
+    fn a_task_that_steps_aside_leaves_the_runtime_running() {
+        for _ in 0..20 {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let spinner = tokio::spawn(async {
+                    assert!(super::step_aside_from_runtime());
+                    let other_ran = Arc::new(AtomicBool::new(false));
+                    let flag = Arc::clone(&other_ran);
+                    tokio::spawn(async move { flag.store(true, Ordering::Release) });
+                    let started = Instant::now();
+                    while !other_ran.load(Ordering::Acquire) {
+                        assert!(
+                            started.elapsed() < Duration::from_secs(5),
+                            "the runtime stood still behind a spinning task"
+                        );
+                        std::hint::spin_loop();
+                    }
+                });
+                spinner.await.unwrap();
+            });
+        }
+    }
 }

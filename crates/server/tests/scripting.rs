@@ -559,6 +559,35 @@ fn busy_scripts_are_answered_with_a_single_worker() {
     busy_script_answers_busy(server);
 }
 
+/// A script that loops on `redis.call` under `pcall` gets few hook ticks a second, and its
+/// thread must hand the single worker's place on at one of them: handoffs that were lost
+/// (the place taken back before another thread could take it) left Redis' own test of this
+/// script waiting up to minutes for SCRIPT KILL to be read. Three times, 5 s each at most.
+#[test]
+fn a_pcall_loop_of_redis_calls_is_killed_with_a_single_worker() {
+    let server = TestServer::start(&["--busy-reply-threshold", "10"]);
+    let script =
+        "local f = function() while 1 do redis.call('ping') end end while 1 do pcall(f) end";
+    let mut other = server.raw();
+    for _ in 0..3 {
+        let mut runner = server.raw();
+        runner.send(&common::encode(&[b"EVAL", script.as_bytes(), b"0"]));
+        std::thread::sleep(Duration::from_millis(200));
+        check(
+            &mut other,
+            "PING",
+            "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n",
+        );
+        check(&mut other, "SCRIPT KILL", "+OK\r\n");
+        let line = common::read_line(&mut runner);
+        assert!(
+            line.contains("Script killed by user with SCRIPT KILL"),
+            "{line}"
+        );
+        check(&mut other, "PING", "+PONG\r\n");
+    }
+}
+
 fn busy_script_answers_busy(server: TestServer) {
     let mut runner = server.raw();
     runner.send(&common::encode(&[b"EVAL", b"while true do end", b"0"]));

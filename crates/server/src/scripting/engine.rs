@@ -294,9 +294,7 @@ fn install_run_hook(lua: &Lua, run: &Arc<RunState>) -> mlua::Result<()> {
             }
             // The hook stays installed, so its count runs on across runs: a tick can land
             // in a script that just started. Only one that has run a while steps aside.
-            if run.elapsed_us() >= STEP_ASIDE_AFTER_US {
-                crate::server::step_aside_from_runtime();
-            }
+            run.step_aside_after(STEP_ASIDE_AFTER_US);
             check_run(lua, &run, run.threshold_ms.load(Ordering::Relaxed))
         },
     )

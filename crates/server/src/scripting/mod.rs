@@ -44,6 +44,9 @@ pub struct RunState {
     eval: AtomicBool,
     /// When the running script started, as microseconds since `epoch`.
     started_us: AtomicU64,
+    /// The running script's thread has handed its worker's place in the runtime on
+    /// (`server::step_aside_from_runtime`).
+    stepped_aside: AtomicBool,
     /// `busy-reply-threshold` as the run in progress started with it.
     pub threshold_ms: AtomicU64,
     /// Set when a killed run's hook was switched to fire on every line: the next run puts
@@ -76,6 +79,7 @@ impl RunState {
             wrote: AtomicBool::new(false),
             eval: AtomicBool::new(true),
             started_us: AtomicU64::new(0),
+            stepped_aside: AtomicBool::new(false),
             threshold_ms: AtomicU64::new(0),
             line_hook: AtomicBool::new(false),
             epoch: Instant::now(),
@@ -140,11 +144,23 @@ impl RunState {
         now.saturating_sub(self.started_us.load(Ordering::Acquire)) / 1000
     }
 
+    /// Once the running script has run `after_us`, hands its thread's place in the runtime
+    /// on (once a run: a handoff not seen to happen is tried again at the next call).
+    pub fn step_aside_after(&self, after_us: u64) {
+        if self.elapsed_us() >= after_us
+            && !self.stepped_aside.load(Ordering::Acquire)
+            && crate::server::step_aside_from_runtime()
+        {
+            self.stepped_aside.store(true, Ordering::Release);
+        }
+    }
+
     /// A script starts running under the claim.
     pub fn script_started(&self, eval: bool) {
         self.eval.store(eval, Ordering::Release);
         self.wrote.store(false, Ordering::Release);
         self.kill.store(false, Ordering::Release);
+        self.stepped_aside.store(false, Ordering::Release);
         self.started_us
             .store(self.epoch.elapsed().as_micros() as u64, Ordering::Release);
         self.in_script.store(true, Ordering::Release);
