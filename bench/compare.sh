@@ -17,10 +17,11 @@
 # with pipeline 1 and 16, and 1 client with pipeline 1. With persistence on, only the write
 # rows at 50 clients, pipeline 1. `--rows` keeps only the rows named (for a quick look at
 # one row: `--rows RELEASE --placements unpinned --persistence off --no-memory`).
-# With persistence off, each round also drives bench/ceiling.c, a responder that answers
-# +OK and does nothing else: its requests/s (ceil_rps) is the most redis-benchmark on this
-# machine produces for that row, and ceil/redis the highest latch/redis ratio the row can
-# show, whatever the server.
+# A GET row without the SET row first sends the SET row's requests, unmeasured, so that
+# GET finds keys. With persistence off, each round also drives bench/ceiling.c, a
+# responder that answers +OK and does nothing else: its requests/s (ceil_rps) is the most
+# redis-benchmark on this machine produces for that row, and ceil/redis the highest
+# latch/redis ratio the row can show, whatever the server.
 # Then memory: RSS growth after loading 1M keys (16-byte keys, 32-byte values), per key.
 #
 # Needs redis-server, redis-benchmark, redis-cli (Debian: redis-server, redis-tools),
@@ -118,7 +119,7 @@ for placement in $placements; do
         rows=$all_rows cells=$shapes
         if [[ $mode != off ]]; then rows=$write_rows cells=c50-P1; fi
         if [[ -n $only_rows ]]; then
-            rows=$(for row in $rows; do if [[ " $only_rows " == *" $row "* ]]; then echo "$row"; fi; done)
+            rows=$(for row in $rows; do if [[ " $only_rows " == *" $row "* ]]; then printf '%s ' "$row"; fi; done)
             [[ -n $rows ]] || continue
         fi
         rm -f "$work"/res.*
@@ -128,6 +129,11 @@ for placement in $placements; do
             for which in $servers; do
                 start "$which" "$placement" "$mode"
                 load_release_script
+                # GET reads the keys the SET row wrote earlier in the round: without that
+                # row, the same SETs are sent first, unmeasured.
+                if [[ " $rows " == *" GET "* && " $rows " != *" SET "* ]]; then
+                    bench "$placement" SET c50-P1 >/dev/null
+                fi
                 for row in $rows; do
                     for shape in $cells; do
                         bench "$placement" "$row" "$shape" >>"$work/res.$which.$row.$shape"
