@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use latch_keyspace::keyspace::Watches;
-use latch_keyspace::{KeyWaiter, Woken};
+use latch_keyspace::{KeyWaiter, Tick, Woken};
 use parking_lot::Mutex;
 use tokio::sync::{watch, Notify};
 
@@ -176,8 +176,9 @@ pub struct ClientShared {
     pub name: Mutex<Option<Bytes>>,
     pub lib_name: Mutex<Option<Bytes>>,
     pub lib_ver: Mutex<Option<Bytes>>,
-    /// Milliseconds since `created` of the last command.
-    pub last_interaction_ms: AtomicU64,
+    /// When the last input came, a `Tick` in nanoseconds (a plain clock read: `touch` runs
+    /// for every read).
+    pub last_interaction: AtomicU64,
     pub db: AtomicUsize,
     pub resp: AtomicU8,
     /// The table id + 1 of the command running or last run (0: none yet), for CLIENT LIST.
@@ -230,13 +231,13 @@ impl ClientShared {
     }
 
     pub fn idle_s(&self) -> u64 {
-        let now_ms = self.created.elapsed().as_millis() as u64;
-        now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000
+        let last = Tick::from_nanos(self.last_interaction.load(Ordering::Relaxed));
+        Tick::now().nanos_since(last) / 1_000_000_000
     }
 
     pub fn touch(&self) {
-        self.last_interaction_ms
-            .store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.last_interaction
+            .store(Tick::now().as_nanos(), Ordering::Relaxed);
     }
 
     /// The flags field of CLIENT LIST.
@@ -343,7 +344,7 @@ impl Registry {
             name: Mutex::new(None),
             lib_name: Mutex::new(None),
             lib_ver: Mutex::new(None),
-            last_interaction_ms: AtomicU64::new(0),
+            last_interaction: AtomicU64::new(Tick::now().as_nanos()),
             db: AtomicUsize::new(0),
             resp: AtomicU8::new(2),
             last_command: AtomicUsize::new(0),

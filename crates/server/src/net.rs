@@ -243,6 +243,8 @@ async fn connection<S>(
     let mut reply = Reply::new(Resp::V2);
     let mut parser = RequestParser::new();
     let mut batch: Vec<Vec<Bytes>> = Vec::new();
+    // The batch's table entries, when it has more than one command (`gate::prefetch`).
+    let mut found: Vec<Option<&'static crate::table::Command>> = vec![None; MAX_BATCH];
     let mut monitor: Option<broadcast::Receiver<Bytes>> = None;
     let mut limits_epoch = u64::MAX;
     let mut limits = RequestLimits::default();
@@ -329,14 +331,15 @@ async fn connection<S>(
                 .shared
                 .query_buffer
                 .store(unconsumed, Ordering::Relaxed);
-            let mut found = [None; MAX_BATCH];
             if parsed > 1 {
-                gate::prefetch(&server, &client, &batch[..parsed], &mut found);
+                found[..parsed].fill(None);
+                gate::prefetch(&server, &client, &batch[..parsed], &mut found[..parsed]);
             }
             // The clock reading the command before ended at: the next one takes it as its
             // start unless something between them could wait (then it reads the clock).
             let mut reading = None;
-            for (args, found) in batch.iter_mut().take(parsed).zip(found) {
+            for (index, args) in batch.iter_mut().take(parsed).enumerate() {
+                let found = if parsed > 1 { found[index] } else { None };
                 let ok = execute(&server, &mut client, &mut reply, args, found, reading).await;
                 reading = client.reading.take();
                 // Dropped now: the arguments share the input buffer's memory.

@@ -427,3 +427,28 @@ fn redis_crate_handshake_works() {
     let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut conn).unwrap();
     assert!(id > 0);
 }
+
+/// CLIENT LIST's `idle` counts whole seconds since the client's last input, and input
+/// sets it back to 0.
+#[test]
+fn client_list_idle_counts_from_the_last_input() {
+    let server = TestServer::start(&[]);
+    let mut quiet = server.raw();
+    let id = integer(&mut quiet, &[b"CLIENT", b"ID"]);
+    let mut watcher = server.raw();
+    let idle_of = |watcher: &mut RawConn| -> u64 {
+        let list = bulk(
+            watcher,
+            &[b"CLIENT", b"LIST", b"ID", id.to_string().as_bytes()],
+        );
+        list.split_whitespace()
+            .find_map(|field| field.strip_prefix("idle="))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no idle field: {list}"))
+    };
+    assert_eq!(idle_of(&mut watcher), 0);
+    std::thread::sleep(Duration::from_millis(1300));
+    assert!((1..=3).contains(&idle_of(&mut watcher)));
+    integer(&mut quiet, &[b"CLIENT", b"ID"]);
+    assert_eq!(idle_of(&mut watcher), 0);
+}
