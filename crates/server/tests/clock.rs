@@ -178,21 +178,15 @@ fn active_expiry_finds_the_few_passed_keys_among_many_live_ones() {
     let server = TestServer::start(&["--hz", "100"]);
     let mut c = server.client();
     let mut pipe = redis::pipe();
-    for i in 0..30_000 {
-        pipe.cmd("SET")
-            .arg(format!("live{i}"))
-            .arg("v")
-            .arg("EX")
-            .arg(3600)
-            .ignore();
-    }
-    for i in 0..300 {
-        pipe.cmd("SET")
-            .arg(format!("gone{i}"))
-            .arg("v")
-            .arg("PX")
-            .arg(50)
-            .ignore();
+    for (prefix, count, unit, ttl) in [("live", 30_000, "EX", 3600), ("gone", 300, "PX", 50)] {
+        for i in 0..count {
+            pipe.cmd("SET")
+                .arg(format!("{prefix}{i}"))
+                .arg("v")
+                .arg(unit)
+                .arg(ttl)
+                .ignore();
+        }
     }
     let _: () = pipe.query(&mut c).unwrap();
     ok(&mut c, &["DEBUG", "ADVANCE-CLOCK", "51"]);
