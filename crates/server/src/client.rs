@@ -62,6 +62,9 @@ pub struct Client {
     /// hands it to the next command of the same batch as its start, so a command costs one
     /// clock read; never across anything that may wait.
     pub reading: Option<latch_keyspace::Tick>,
+    /// When the command running now started (set by the gatekeeper): a script's run counts
+    /// its time from there instead of reading the clock again.
+    pub command_started: latch_keyspace::Tick,
 }
 
 /// One command to log, with the database it ran in.
@@ -235,9 +238,10 @@ impl ClientShared {
         Tick::now().nanos_since(last) / 1_000_000_000
     }
 
-    pub fn touch(&self) {
+    /// Input arrived at `at`.
+    pub fn touch_at(&self, at: Tick) {
         self.last_interaction
-            .store(Tick::now().as_nanos(), Ordering::Relaxed);
+            .store(at.as_nanos(), Ordering::Relaxed);
     }
 
     /// The flags field of CLIENT LIST.
@@ -375,6 +379,7 @@ impl Registry {
             in_script: false,
             errors_mark: 0,
             reading: None,
+            command_started: latch_keyspace::Tick::from_nanos(0),
             blocked: None,
             woken: Vec::new(),
             propagated: Vec::new(),

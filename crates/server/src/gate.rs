@@ -862,6 +862,7 @@ fn run_command(
 ) -> Ran {
     let spec = command.spec;
     let started = keys.read_at.take().unwrap_or_else(Tick::now);
+    client.command_started = started;
     client.errors_mark = reply.error_count();
     keys.touch = !client.shared.no_touch.load(Ordering::Relaxed);
     keys.effects = Effects::default();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use latch_keyspace::{Swept, Woken};
+use latch_keyspace::{Swept, Tick, Woken};
 use latch_protocol::{Reply, RequestLimits, RequestParser, Resp};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, UnixListener};
@@ -296,7 +296,11 @@ async fn connection<S>(
         if client.shared.is_killed() {
             break;
         }
-        client.shared.touch();
+        // One clock reading for the input: its time for CLIENT LIST's idle, and the first
+        // command's start.
+        let arrived = Tick::now();
+        client.shared.touch_at(arrived);
+        let mut first_reading = Some(arrived);
         loop {
             // Parse every complete command first (up to a batch), so that their keys can be
             // prefetched together. An unauthenticated client goes one command at a time: its
@@ -335,9 +339,10 @@ async fn connection<S>(
                 found[..parsed].fill(None);
                 gate::prefetch(&server, &client, &batch[..parsed], &mut found[..parsed]);
             }
-            // The clock reading the command before ended at: the next one takes it as its
-            // start unless something between them could wait (then it reads the clock).
-            let mut reading = None;
+            // The clock reading the command before ended at (for the input's first, when it
+            // arrived): the next one takes it as its start unless something between them
+            // could wait (then it reads the clock).
+            let mut reading = first_reading.take();
             for (index, args) in batch.iter_mut().take(parsed).enumerate() {
                 let found = if parsed > 1 { found[index] } else { None };
                 let ok = execute(&server, &mut client, &mut reply, args, found, reading).await;

@@ -579,6 +579,24 @@ fn a_pcall_loop_of_redis_calls_is_killed_with_a_single_worker() {
     }
 }
 
+/// The busy threshold counts from the script's start: a command sent while a script that
+/// stays under it runs waits for the script and is answered after it, not with BUSY.
+#[test]
+fn a_script_under_the_busy_threshold_is_waited_for() {
+    let server = TestServer::start(&["--busy-reply-threshold", "3000"]);
+    let mut runner = server.raw();
+    let script = "local function us() local t = redis.call('TIME') \
+        return t[1] * 1000000 + t[2] end \
+        local s = us() repeat until us() - s > 400000 return 1";
+    let started = Instant::now();
+    runner.send(&encode(&[b"EVAL", script.as_bytes(), b"0"]));
+    std::thread::sleep(Duration::from_millis(150));
+    let mut other = server.raw();
+    check(&mut other, "PING", "+PONG\r\n");
+    assert_eq!(read_line(&mut runner), ":1\r\n");
+    assert!(started.elapsed() >= Duration::from_millis(400));
+}
+
 /// `runner`'s script is busy: `other` gets BUSY, kills it, and is answered again; `runner`
 /// gets the kill's error.
 fn kill_busy_script(runner: &mut RawConn, other: &mut RawConn) {

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use latch_keyspace::Tick;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
@@ -42,8 +43,8 @@ pub struct RunState {
     /// The running script came from EVAL (not FCALL): picks the BUSY text and which KILL
     /// may stop it.
     eval: AtomicBool,
-    /// When the running script started, as microseconds since `epoch`.
-    started_us: AtomicU64,
+    /// When the running script's command started (a [`Tick`] in nanoseconds).
+    started_at: AtomicU64,
     /// The running script's thread has handed its worker's place in the runtime on
     /// (`server::step_aside_from_runtime`).
     stepped_aside: AtomicBool,
@@ -52,7 +53,6 @@ pub struct RunState {
     /// Set when a killed run's hook was switched to fire on every line: the next run puts
     /// the count hook back.
     pub line_hook: AtomicBool,
-    epoch: Instant,
     /// Bumped when a claim ends or a script turns busy: waiting connections look again.
     changes: watch::Sender<u64>,
     /// The function FCALL runs, for FUNCTION STATS.
@@ -78,11 +78,10 @@ impl RunState {
             kill: AtomicBool::new(false),
             wrote: AtomicBool::new(false),
             eval: AtomicBool::new(true),
-            started_us: AtomicU64::new(0),
+            started_at: AtomicU64::new(0),
             stepped_aside: AtomicBool::new(false),
             threshold_ms: AtomicU64::new(0),
             line_hook: AtomicBool::new(false),
-            epoch: Instant::now(),
             changes: watch::Sender::new(0),
             function: Mutex::new(None),
             library_count: Default::default(),
@@ -132,16 +131,15 @@ impl RunState {
         self.wrote.store(true, Ordering::Release);
     }
 
-    /// Milliseconds since the running script started.
     /// Microseconds since the run in progress started.
     pub fn elapsed_us(&self) -> u64 {
-        let now = self.epoch.elapsed().as_micros() as u64;
-        now.saturating_sub(self.started_us.load(Ordering::Acquire))
+        let started = Tick::from_nanos(self.started_at.load(Ordering::Acquire));
+        Tick::now().nanos_since(started) / 1000
     }
 
+    /// Milliseconds since the run in progress started.
     pub fn elapsed_ms(&self) -> u64 {
-        let now = self.epoch.elapsed().as_micros() as u64;
-        now.saturating_sub(self.started_us.load(Ordering::Acquire)) / 1000
+        self.elapsed_us() / 1000
     }
 
     /// Once the running script has run `after_us`, hands its thread's place in the runtime
@@ -155,14 +153,14 @@ impl RunState {
         }
     }
 
-    /// A script starts running under the claim.
-    pub fn script_started(&self, eval: bool) {
+    /// A script starts running under the claim, its time counted from `at` (when its
+    /// command started: a run costs no clock read of its own).
+    pub fn script_started(&self, eval: bool, at: Tick) {
         self.eval.store(eval, Ordering::Release);
         self.wrote.store(false, Ordering::Release);
         self.kill.store(false, Ordering::Release);
         self.stepped_aside.store(false, Ordering::Release);
-        self.started_us
-            .store(self.epoch.elapsed().as_micros() as u64, Ordering::Release);
+        self.started_at.store(at.as_nanos(), Ordering::Release);
         self.in_script.store(true, Ordering::Release);
     }
 
