@@ -598,7 +598,8 @@ impl Engine {
         let caller_deny_blocking = ctx.client.deny_blocking;
         ctx.client.deny_blocking = true;
         ctx.client.in_script = true;
-        self.run.script_started(options.eval, ctx.client.command_started);
+        self.run
+            .script_started(options.eval, ctx.client.command_started);
         self.active.resp.store(2, Ordering::Relaxed);
         let rules = CallRules {
             read_only: options.read_only,
