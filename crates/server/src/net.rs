@@ -214,6 +214,9 @@ fn spawn_connection<S>(
     });
 }
 
+/// Serves one client until it leaves, is killed or the server shuts down. This one task
+/// reads `stream` and writes it, never both at once, so the stream is used whole (the
+/// halves of a `tokio::io::split` take a lock for every read and every write).
 async fn connection<S>(
     server: Arc<Server>,
     mut stream: S,
@@ -231,8 +234,6 @@ async fn connection<S>(
         .connect(addr, laddr, fd, unix, user, authenticated);
     let id = client.id;
     debug!(id, "client connected");
-    // One task reads and writes, never both at once, so the stream is used whole: a
-    // `tokio::io::split` would take a lock for every read and every write.
     // The wait for a kill or shutdown is made once for the connection's life. Made and
     // dropped with every read, its two `Notified` took a lock each way: with that,
     // bench/instructions.sh --pipeline 1 --rows GET counted 5739 instructions per request,
