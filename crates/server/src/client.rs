@@ -61,10 +61,10 @@ pub struct Client {
     /// The clock reading the last command ended at (left by the gatekeeper). The connection
     /// hands it to the next command of the same batch as its start, so a command costs one
     /// clock read; never across anything that may wait.
-    pub reading: Option<latch_keyspace::Tick>,
+    pub reading: Option<Tick>,
     /// When the command running now started (set by the gatekeeper): a script's run counts
     /// its time from there instead of reading the clock again.
-    pub command_started: latch_keyspace::Tick,
+    pub command_started: Tick,
 }
 
 /// One command to log, with the database it ran in.
@@ -379,7 +379,7 @@ impl Registry {
             in_script: false,
             errors_mark: 0,
             reading: None,
-            command_started: latch_keyspace::Tick::from_nanos(0),
+            command_started: Tick::from_nanos(0),
             blocked: None,
             woken: Vec::new(),
             propagated: Vec::new(),
