@@ -220,6 +220,11 @@ impl Reply {
         self.out.len()
     }
 
+    /// The buffer's allocation, in bytes.
+    pub fn capacity(&self) -> usize {
+        self.out.capacity()
+    }
+
     /// True when nothing is buffered.
     pub fn is_empty(&self) -> bool {
         self.out.is_empty()

@@ -134,6 +134,8 @@ pub struct RequestParser {
     state: State,
     /// Arguments of the multibulk in progress.
     partial: Vec<Bytes>,
+    /// The bytes of `partial`'s arguments, added up.
+    partial_bytes: usize,
     auth_required: bool,
     /// Where each argument of a whole multibulk lies (start, length), for the fast path.
     spans: Vec<(usize, usize)>,
@@ -155,6 +157,7 @@ impl RequestParser {
         RequestParser {
             state: State::Idle,
             partial: Vec::new(),
+            partial_bytes: 0,
             auth_required: false,
             spans: Vec::new(),
         }
@@ -188,6 +191,18 @@ impl RequestParser {
     pub fn reset(&mut self) {
         self.state = State::Idle;
         self.partial.clear();
+        self.partial_bytes = 0;
+    }
+
+    /// Memory the unfinished request's arguments hold (already taken out of the input
+    /// buffer): their bytes, as Redis' `argv-mem` counts them, and the slots they take.
+    pub fn held_bytes(&self) -> usize {
+        self.partial_bytes + self.partial.capacity() * std::mem::size_of::<Bytes>()
+    }
+
+    /// The bytes of the unfinished request's arguments alone (Redis' `argv-mem`).
+    pub fn held_argument_bytes(&self) -> usize {
+        self.partial_bytes
     }
 
     /// Parse at most one command from the front of `buf`, consuming its bytes.
@@ -229,8 +244,11 @@ impl RequestParser {
                     if !self.parse_bulks(buf, limits)? {
                         return Ok(false);
                     }
+                    // Swapped, not appended: a huge request's argument list goes with the
+                    // request instead of staying here at its peak size.
                     args.clear();
-                    args.append(&mut self.partial);
+                    std::mem::swap(args, &mut self.partial);
+                    self.partial_bytes = 0;
                     self.state = State::Idle;
                     return Ok(true);
                 }
@@ -328,6 +346,7 @@ impl RequestParser {
         if count > 0 {
             let count = count as u64;
             self.partial.clear();
+            self.partial_bytes = 0;
             self.partial.reserve(count.min(1024) as usize);
             self.state = State::Multibulk {
                 remaining: count,
@@ -372,6 +391,7 @@ impl RequestParser {
                 break Ok(false);
             }
             self.partial.push(buf.split_to(len).freeze());
+            self.partial_bytes += len;
             // The two bytes after the data are the CRLF; skipped unchecked, as Redis does.
             buf.advance(2);
             bulk_len = None;
@@ -705,6 +725,30 @@ mod tests {
         );
         let (out, e, buf) = parse_all(b"*0\r\n\n");
         assert!(out.is_empty() && e.is_none() && buf.is_empty());
+    }
+
+    #[test]
+    fn an_unfinished_request_counts_the_arguments_it_holds() {
+        let mut parser = RequestParser::new();
+        let limits = RequestLimits::default();
+        let mut args = Vec::new();
+        let mut buf = BytesMut::from(&b"*3\r\n$3\r\nSET\r\n$5\r\nhello\r\n$10\r\n0123"[..]);
+        assert!(!parser.parse(&mut buf, &limits, &mut args).unwrap());
+        assert_eq!(parser.held_argument_bytes(), 8);
+        assert!(parser.held_bytes() >= 8 + 2 * std::mem::size_of::<Bytes>());
+        buf.extend_from_slice(b"456789\r\n");
+        assert!(parser.parse(&mut buf, &limits, &mut args).unwrap());
+        assert_eq!(args.len(), 3);
+        assert_eq!(parser.held_argument_bytes(), 0);
+        // A long argument list leaves with its request.
+        let mut long = b"*2000\r\n".to_vec();
+        for _ in 0..2000 {
+            long.extend_from_slice(b"$1\r\nx\r\n");
+        }
+        let mut buf = BytesMut::from(&long[..]);
+        assert!(parser.parse(&mut buf, &limits, &mut args).unwrap());
+        assert_eq!(args.len(), 2000);
+        assert!(parser.held_bytes() < 2000 * std::mem::size_of::<Bytes>());
     }
 
     #[test]

@@ -151,10 +151,23 @@ pub enum UnblockReason {
     Error,
 }
 
+impl Transaction {
+    /// Memory the queue holds: the arguments' bytes and the slots that keep them.
+    pub fn memory(&self) -> usize {
+        self.bytes
+            + self.queued.capacity() * std::mem::size_of::<Queued>()
+            + self.arguments * std::mem::size_of::<Bytes>()
+    }
+}
+
 /// Commands queued after MULTI.
 #[derive(Debug, Default)]
 pub struct Transaction {
     pub queued: Vec<Queued>,
+    /// The bytes of the queued commands' arguments (CLIENT LIST `multi-mem`).
+    pub bytes: usize,
+    /// The queued commands' arguments, counted.
+    pub arguments: usize,
     /// A command was refused while queueing: EXEC answers EXECABORT.
     pub aborted: bool,
 }
@@ -187,6 +200,12 @@ pub struct ClientShared {
     /// The table id + 1 of the command running or last run (0: none yet), for CLIENT LIST.
     pub last_command: AtomicUsize,
     pub query_buffer: AtomicUsize,
+    /// The rest of what the client holds (CLIENT LIST's memory fields).
+    pub memory: ClientMemory,
+    /// Set (and `trim_signal` notified) by the clients' cron when the client is idle and
+    /// holds buffers it should give back; the connection clears it when it has.
+    pub trim_requested: AtomicBool,
+    pub trim_signal: Notify,
     pub monitor: AtomicBool,
     pub no_evict: AtomicBool,
     pub no_touch: AtomicBool,
@@ -277,8 +296,11 @@ impl ClientShared {
                 .unwrap_or_default()
         };
         let qbuf = self.query_buffer.load(Ordering::Relaxed);
+        let memory = &self.memory;
+        let load = |counter: &AtomicUsize| counter.load(Ordering::Relaxed);
+        let output = load(&memory.output);
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -290,8 +312,14 @@ impl ClientShared {
             self.db.load(Ordering::Relaxed),
             self.multi.load(Ordering::Relaxed),
             qbuf,
-            16384usize.saturating_sub(qbuf),
-            qbuf + 16384 + 2048,
+            load(&memory.query_capacity).saturating_sub(qbuf),
+            load(&memory.argv),
+            load(&memory.multi),
+            load(&memory.reply_capacity),
+            load(&memory.reply_peak),
+            output,
+            output,
+            load(&memory.total),
             match self.last_command.load(Ordering::Relaxed) {
                 0 => "NULL",
                 id => crate::table::table().get(id - 1).full_name.as_str(),
@@ -304,6 +332,29 @@ impl ClientShared {
     }
 }
 
+/// What a client holds in memory besides its query buffer's contents, as its connection
+/// last counted it (at each read and each write, never per command): CLIENT LIST's
+/// `qbuf-free`, `argv-mem`, `multi-mem`, `rbs`, `rbp`, `obl`/`omem` and `tot-mem`, and what
+/// `maxmemory-clients` adds up.
+#[derive(Debug, Default)]
+pub struct ClientMemory {
+    /// The query buffer's allocation (`qbuf` + `qbuf-free`).
+    pub query_capacity: AtomicUsize,
+    /// The bytes of the arguments of a request not yet complete (`argv-mem`).
+    pub argv: AtomicUsize,
+    /// The bytes of the commands queued since MULTI (`multi-mem`).
+    pub multi: AtomicUsize,
+    /// The reply buffer's allocation (`rbs`).
+    pub reply_capacity: AtomicUsize,
+    /// The most the reply buffer held since its size was last reviewed (`rbp`).
+    pub reply_peak: AtomicUsize,
+    /// Replies made and not yet written to the socket (`obl`, `omem`).
+    pub output: AtomicUsize,
+    /// Everything above and the connection's fixed part (`tot-mem`); the registry's sum
+    /// counts this figure.
+    pub total: AtomicUsize,
+}
+
 /// Every connected client, by id.
 #[derive(Debug, Default)]
 pub struct Registry {
@@ -313,6 +364,11 @@ pub struct Registry {
     pub monitors: AtomicUsize,
     /// Clients in a blocking command (INFO blocked_clients).
     pub blocked: AtomicUsize,
+    /// The `tot-mem` of every connected client, added up (INFO's `mem_clients_normal`,
+    /// what `maxmemory-clients` limits).
+    memory: AtomicUsize,
+    /// Clients closed by `maxmemory-clients` (INFO `evicted_clients`).
+    pub evicted: AtomicU64,
 }
 
 impl Registry {
@@ -353,6 +409,9 @@ impl Registry {
             resp: AtomicU8::new(2),
             last_command: AtomicUsize::new(0),
             query_buffer: AtomicUsize::new(0),
+            memory: ClientMemory::default(),
+            trim_requested: AtomicBool::new(false),
+            trim_signal: Notify::new(),
             monitor: AtomicBool::new(false),
             no_evict: AtomicBool::new(false),
             no_touch: AtomicBool::new(false),
@@ -423,8 +482,66 @@ impl Registry {
         true
     }
 
+    /// Records that `client` now holds `total` bytes. A killed client is no longer counted
+    /// (eviction took it off the sum when it chose it).
+    pub fn account(&self, client: &ClientShared, total: usize) {
+        if client.is_killed() {
+            return;
+        }
+        let before = client.memory.total.swap(total, Ordering::Relaxed);
+        if before != total {
+            // Wrapping add and subtract: the sum stays right however updates interleave.
+            self.memory.fetch_add(total, Ordering::Relaxed);
+            self.memory.fetch_sub(before, Ordering::Relaxed);
+        }
+    }
+
+    /// What every connected client holds, added up.
+    pub fn memory(&self) -> usize {
+        self.memory.load(Ordering::Relaxed)
+    }
+
+    /// Closes the clients that hold the most memory, largest first, until what all clients
+    /// hold is under `limit` (`maxmemory-clients`), as Redis' client eviction does. Clients
+    /// with CLIENT NO-EVICT on are spared. Returns how many were closed.
+    pub fn evict_over(&self, limit: usize) -> usize {
+        if self.memory() < limit {
+            return 0;
+        }
+        let mut candidates: Vec<(usize, Arc<ClientShared>)> = self
+            .list()
+            .into_iter()
+            .filter(|c| !c.is_killed() && !c.no_evict.load(Ordering::Relaxed))
+            .map(|c| (c.memory.total.load(Ordering::Relaxed), c))
+            .collect();
+        candidates.sort_by_key(|(held, _)| std::cmp::Reverse(*held));
+        let mut evicted = 0;
+        for (_, client) in candidates {
+            if self.memory() < limit {
+                break;
+            }
+            tracing::info!(client = %client.describe(), "Evicting client");
+            client.kill();
+            let held = client.memory.total.swap(0, Ordering::Relaxed);
+            self.memory.fetch_sub(held, Ordering::Relaxed);
+            self.evicted.fetch_add(1, Ordering::Relaxed);
+            evicted += 1;
+        }
+        if self.memory() >= limit {
+            // Once a second at most: every read of every client lands here meanwhile.
+            static LAST_WARNED_S: AtomicU64 = AtomicU64::new(0);
+            let now_s = Tick::now().as_nanos() / 1_000_000_000;
+            if LAST_WARNED_S.swap(now_s, Ordering::Relaxed) != now_s {
+                tracing::warn!("over maxmemory-clients after evicting every evictable client");
+            }
+        }
+        evicted
+    }
+
     pub fn disconnect(&self, id: u64) {
         if let Some(shared) = self.clients.lock().remove(&id) {
+            let held = shared.memory.total.swap(0, Ordering::Relaxed);
+            self.memory.fetch_sub(held, Ordering::Relaxed);
             self.mark_unblocked(&shared);
             if shared.monitor.load(Ordering::Relaxed) {
                 self.monitors.fetch_sub(1, Ordering::Relaxed);

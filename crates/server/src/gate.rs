@@ -833,15 +833,24 @@ fn queue(client: &mut Client, command: &Command, args: &[Bytes]) {
         return;
     };
     if !transaction.aborted && !doomed {
+        transaction.bytes += args.iter().map(|arg| arg.len()).sum::<usize>();
+        transaction.arguments += args.len();
+        // Copied: the arguments are slices of the input buffer, and a queue holding them
+        // would keep every buffer they came in alive, not just their bytes.
         transaction.queued.push(Queued {
             id: command.id,
-            args: args.to_vec(),
+            args: args.iter().map(|arg| Bytes::copy_from_slice(arg)).collect(),
         });
     }
     client
         .shared
         .multi
         .store(transaction.queued.len() as i64, Ordering::Relaxed);
+    client
+        .shared
+        .memory
+        .multi
+        .store(transaction.bytes, Ordering::Relaxed);
 }
 
 /// What running a command left for [`account`].

@@ -11,9 +11,10 @@ use latch_protocol::{Reply, RequestLimits, RequestParser, Resp};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::broadcast;
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 
 use crate::client::{Client, ClientShared, UnblockReason, Waiter};
+use crate::config::BufferLimit;
 use crate::gate;
 use crate::scripting;
 use crate::server::Server;
@@ -199,6 +200,14 @@ fn spawn_connection<S>(
         .fetch_add(1, Ordering::Relaxed);
     tokio::spawn(async move {
         let mut stream = stream;
+        if refused_by_protected_mode(&server, &addr, unix) {
+            server
+                .stats
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
+            let _ = stream.write_all(PROTECTED_MODE_DENIED).await;
+            return;
+        }
         let max_clients = server.config.maxclients();
         if server.clients.len() >= max_clients {
             server
@@ -214,9 +223,32 @@ fn spawn_connection<S>(
     });
 }
 
+/// What a client not on the loopback interface is told when `protected-mode` is on and the
+/// default user has no password (Redis' text, which tools recognize).
+const PROTECTED_MODE_DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// Whether `protected-mode` turns this new connection away: it is on, the default user
+/// logs in without a password, and the peer is neither a unix socket nor exactly
+/// 127.0.0.1 or ::1 (Redis' test: another loopback address is refused too).
+fn refused_by_protected_mode(server: &Server, addr: &str, unix: bool) -> bool {
+    server.config.protected_mode()
+        && !unix
+        && server.acl.default_user().logs_in_without_password()
+        && !is_exact_loopback(addr)
+}
+
+/// "127.0.0.1:port" or "[::1]:port".
+fn is_exact_loopback(addr: &str) -> bool {
+    match addr.rsplit_once(':') {
+        Some((host, _)) => host == "127.0.0.1" || host == "[::1]",
+        None => false,
+    }
+}
+
 /// Serves one client until it leaves, is killed or the server shuts down. This one task
 /// reads `stream` and writes it, never both at once, so the stream is used whole (the
-/// halves of a `tokio::io::split` take a lock for every read and every write).
+/// halves of a `tokio::io::split` take a lock for every read and every write). A panic
+/// costs this connection only: the client is unregistered and its waits are dropped.
 async fn connection<S>(
     server: Arc<Server>,
     mut stream: S,
@@ -229,40 +261,268 @@ async fn connection<S>(
 {
     let user = server.acl.default_user();
     let authenticated = user.logs_in_without_password();
-    let mut client = server
+    let client = server
         .clients
         .connect(addr, laddr, fd, unix, user, authenticated);
     let id = client.id;
     debug!(id, "client connected");
+    // Out of the client list, with its waits dropped, however the connection ends: a
+    // panic that escapes a command's own guard (see `execute`) unwinds through here.
+    let mut client = Registered {
+        server: &server,
+        client,
+    };
+    serve_client(&server, &mut client.client, &mut stream).await;
+    drop(client);
+    let _ = stream.shutdown().await;
+    debug!(id, "client disconnected");
+}
+
+/// A connected client, cleaned up when dropped: its blocking wait ended and its entry
+/// taken out of the registry, before the socket closes (as Redis unlinks a client before
+/// it closes it, so a peer that saw the close never finds the client in CLIENT LIST
+/// after), and also when a panic unwinds the connection.
+struct Registered<'s> {
+    server: &'s Server,
+    client: Client,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        gate::end_block(self.server, &mut self.client);
+        self.server.clients.disconnect(self.client.id);
+    }
+}
+
+/// The message a panic was raised with.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_string()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "(no message)".to_string()
+    }
+}
+
+/// The part of a connection's memory that does not change: its two state structs and the
+/// batch's table entries.
+const CLIENT_FIXED_BYTES: usize = std::mem::size_of::<Client>()
+    + std::mem::size_of::<crate::client::ClientShared>()
+    + MAX_BATCH * std::mem::size_of::<Option<&crate::table::Command>>();
+/// A query or reply buffer larger than this is reviewed (every `BUFFER_REVIEW_NS`) and
+/// shrunk when the last period's peak used less than half of it (Redis'
+/// PROTO_RESIZE_THRESHOLD).
+const BUFFER_SHRINK_ABOVE: usize = 32 * 1024;
+const BUFFER_REVIEW_NS: u64 = 100_000_000;
+/// Room reserved ahead for an announced bulk argument, at most (the parser already checked
+/// its length): the whole argument at once, as Redis sizes its query buffer for a big
+/// argument, so that it is read without copies; pages not yet written take no memory.
+const MAX_UPFRONT_RESERVE: usize = 64 * 1024 * 1024;
+
+/// The limits a connection applies, read again when the configuration changes.
+struct Limits {
+    epoch: u64,
+    request: RequestLimits,
+    /// `client-query-buffer-limit` (0: none).
+    query: u64,
+    /// `client-output-buffer-limit` for normal clients.
+    output: BufferLimit,
+    /// `maxmemory-clients` in bytes (0: none).
+    clients_memory: usize,
+    idle_timeout: Duration,
+}
+
+impl Limits {
+    fn new() -> Limits {
+        Limits {
+            epoch: u64::MAX,
+            request: RequestLimits::default(),
+            query: 0,
+            output: BufferLimit {
+                hard_bytes: 0,
+                soft_bytes: 0,
+                soft_seconds: 0,
+            },
+            clients_memory: 0,
+            idle_timeout: Duration::ZERO,
+        }
+    }
+
+    fn refresh(&mut self, server: &Server) {
+        if self.epoch == server.config.epoch() {
+            return;
+        }
+        self.epoch = server.config.epoch();
+        self.request.max_bulk_len = server.config.proto_max_bulk_len();
+        self.query = server.config.client_query_buffer_limit();
+        self.output = server.config.client_output_buffer_limits()[0];
+        self.clients_memory = clients_memory_limit(server);
+        self.idle_timeout = Duration::from_secs(server.config.timeout_s());
+    }
+}
+
+/// `maxmemory-clients` in bytes: a percentage (stored negative) is of `maxmemory`; at least
+/// 128 KB, as in Redis, so that a mistake cannot lock every client out. 0: no limit.
+pub fn clients_memory_limit(server: &Server) -> usize {
+    let setting = server.config.get_i64("maxmemory-clients");
+    let maxmemory = server.config.maxmemory();
+    let bytes = if setting < 0 && maxmemory > 0 {
+        (maxmemory as f64 * (-setting) as f64 / 100.0) as u64
+    } else if setting > 0 {
+        setting as u64
+    } else {
+        return 0;
+    };
+    usize::try_from(bytes).unwrap_or(usize::MAX).max(128 * 1024)
+}
+
+/// What a connection owns besides its `Client`: its buffers and their bookkeeping.
+struct Buffers {
+    input: BytesMut,
+    reply: Reply,
+    parser: RequestParser,
+    batch: Vec<Vec<Bytes>>,
+    /// The most the input and reply buffers held since their sizes were last reviewed.
+    input_peak: usize,
+    reply_peak: usize,
+    last_review: Tick,
+    /// When the unwritten replies first reached the soft output limit, while they stay
+    /// over it.
+    soft_limit_since: Option<tokio::time::Instant>,
+}
+
+impl Buffers {
+    /// Records what the client holds (CLIENT LIST, `maxmemory-clients`); returns the bytes
+    /// its query buffer limit counts: the unparsed input, the arguments of an unfinished
+    /// request and the MULTI queue.
+    fn account(&self, server: &Server, client: &Client) -> u64 {
+        let memory = &client.shared.memory;
+        let multi = client
+            .multi
+            .as_ref()
+            .map_or(0, crate::client::Transaction::memory);
+        let batch_slots: usize = self
+            .batch
+            .iter()
+            .map(|args| args.capacity() * std::mem::size_of::<Bytes>())
+            .sum();
+        memory
+            .query_capacity
+            .store(self.input.capacity(), Ordering::Relaxed);
+        memory
+            .argv
+            .store(self.parser.held_argument_bytes(), Ordering::Relaxed);
+        memory
+            .reply_capacity
+            .store(self.reply.capacity(), Ordering::Relaxed);
+        memory.reply_peak.store(self.reply_peak, Ordering::Relaxed);
+        let total = CLIENT_FIXED_BYTES
+            + self.input.capacity()
+            + self.parser.held_bytes()
+            + multi
+            + self.reply.capacity()
+            + batch_slots;
+        if memory.total.load(Ordering::Relaxed) != total {
+            server.clients.account(&client.shared, total);
+        }
+        (self.input.len() + self.parser.held_bytes() + multi) as u64
+    }
+
+    /// Every `BUFFER_REVIEW_NS`, gives back what the last period did not need: a query or
+    /// reply buffer over `BUFFER_SHRINK_ABOVE` whose peak used less than half of it is
+    /// made as small as the peak (at least one read's worth).
+    fn review(&mut self, now: Tick) {
+        if now.nanos_since(self.last_review) < BUFFER_REVIEW_NS {
+            return;
+        }
+        self.last_review = now;
+        let input_capacity = self.input.capacity();
+        if input_capacity > BUFFER_SHRINK_ABOVE && self.input_peak < input_capacity / 2 {
+            let mut smaller =
+                BytesMut::with_capacity(self.input_peak.max(self.input.len()).max(READ_CHUNK));
+            smaller.extend_from_slice(&self.input);
+            self.input = smaller;
+        }
+        let reply_capacity = self.reply.capacity();
+        if reply_capacity > BUFFER_SHRINK_ABOVE
+            && self.reply_peak < reply_capacity / 2
+            && self.reply.is_empty()
+        {
+            *self.reply.buffer() = BytesMut::with_capacity(self.reply_peak.max(READ_CHUNK));
+        }
+        self.input_peak = self.input.len();
+        self.reply_peak = self.reply.len();
+        self.batch
+            .retain(|args| args.capacity() <= MAX_BATCH_ARGS_KEPT);
+    }
+
+    /// An idle client gives back its empty buffers (Redis frees an idle client's query
+    /// buffer after 2 seconds).
+    fn release_idle(&mut self) {
+        if self.input.is_empty() && !self.parser.in_progress() {
+            self.input = BytesMut::new();
+        }
+        if self.reply.is_empty() {
+            *self.reply.buffer() = BytesMut::new();
+        }
+        self.batch.clear();
+        self.batch.shrink_to_fit();
+        self.input_peak = 0;
+        self.reply_peak = 0;
+    }
+}
+
+/// An argument list kept for the next batch holds at most this many slots (a huge request's
+/// list is dropped after it ran).
+const MAX_BATCH_ARGS_KEPT: usize = 1024;
+
+/// How long a client must be idle before its empty buffers are freed.
+pub const IDLE_BUFFERS_AFTER_S: u64 = 2;
+
+/// The connection's loop. Returns when the client leaves, is killed or the server shuts
+/// down; the caller cleans up.
+async fn serve_client<S>(server: &Arc<Server>, client: &mut Client, stream: &mut S)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let id = client.id;
     // The wait for a kill or shutdown is made once for the connection's life. Made and
     // dropped with every read, its two `Notified` took a lock each way: with that,
     // bench/instructions.sh --pipeline 1 --rows GET counted 5739 instructions per request,
-    // 4979 with this.
+    // 4979 with this. It also resolves (with false) when the clients' cron asks an idle
+    // client for its buffers back; it is then made anew.
     let shared = Arc::clone(&client.shared);
-    let interrupt = interrupted(&shared, &server);
+    let interrupt = interruption(&shared, server, true);
     tokio::pin!(interrupt);
-    let mut input = BytesMut::with_capacity(READ_CHUNK);
-    let mut reply = Reply::new(Resp::V2);
-    let mut parser = RequestParser::new();
-    let mut batch: Vec<Vec<Bytes>> = Vec::new();
+    let mut buffers = Buffers {
+        input: BytesMut::with_capacity(READ_CHUNK),
+        reply: Reply::new(Resp::V2),
+        parser: RequestParser::new(),
+        batch: Vec::new(),
+        input_peak: 0,
+        reply_peak: 0,
+        last_review: Tick::now(),
+        soft_limit_since: None,
+    };
     // The batch's table entries, when it has more than one command (`gate::prefetch`).
     let mut found: Vec<Option<&'static crate::table::Command>> = vec![None; MAX_BATCH];
     let mut monitor: Option<broadcast::Receiver<Bytes>> = None;
-    let mut limits_epoch = u64::MAX;
-    let mut limits = RequestLimits::default();
-    let mut query_limit = 0u64;
-    let mut idle_timeout = Duration::ZERO;
+    let mut limits = Limits::new();
+    buffers.account(server, client);
     'connection: loop {
-        if limits_epoch != server.config.epoch() {
-            limits_epoch = server.config.epoch();
-            limits.max_bulk_len = server.config.proto_max_bulk_len();
-            query_limit = server.config.client_query_buffer_limit();
-            idle_timeout = Duration::from_secs(server.config.timeout_s());
-        }
-        // A big argument in flight: make room for all of it at once (bounded by the bulk
-        // length limit the parser already enforced).
+        limits.refresh(server);
+        let Buffers {
+            ref mut input,
+            ref mut reply,
+            ref mut parser,
+            ref mut batch,
+            ..
+        } = buffers;
+        // A big argument in flight: make room for all of it at once (see
+        // MAX_UPFRONT_RESERVE).
         let wanted = parser.pending_bulk_len().map_or(READ_CHUNK, |n| {
-            (n as usize).clamp(READ_CHUNK, 64 * 1024 * 1024)
+            (n.min(usize::MAX as u64) as usize).clamp(READ_CHUNK, MAX_UPFRONT_RESERVE)
         });
         if input.capacity() - input.len() < wanted / 2 {
             input.reserve(wanted);
@@ -270,8 +530,20 @@ async fn connection<S>(
         let is_monitor = monitor.is_some();
         let read = tokio::select! {
             biased;
-            _ = &mut interrupt => break 'connection,
-            read = stream.read_buf(&mut input) => read,
+            interrupted = &mut interrupt => {
+                if interrupted {
+                    break 'connection;
+                }
+                // The cron found the client idle: give its buffers back.
+                shared.trim_requested.store(false, Ordering::Relaxed);
+                if shared.idle_s() >= IDLE_BUFFERS_AFTER_S {
+                    buffers.release_idle();
+                    buffers.account(server, client);
+                }
+                interrupt.set(interruption(&shared, server, true));
+                continue;
+            }
+            read = stream.read_buf(input) => read,
             line = recv_monitor(&mut monitor), if is_monitor => {
                 if let Some(line) = line {
                     if stream.write_all(&line).await.is_err() {
@@ -280,7 +552,7 @@ async fn connection<S>(
                 }
                 continue;
             }
-            _ = idle(idle_timeout), if !idle_timeout.is_zero() && !is_monitor => {
+            _ = idle(limits.idle_timeout), if !limits.idle_timeout.is_zero() && !is_monitor => {
                 debug!(id, "closing idle client");
                 break 'connection;
             }
@@ -302,6 +574,7 @@ async fn connection<S>(
         // command's start.
         let arrived = Tick::now();
         client.shared.touch_at(arrived);
+        buffers.input_peak = buffers.input_peak.max(input.len());
         let mut first_reading = Some(arrived);
         loop {
             // Parse every complete command first (up to a batch), so that their keys can be
@@ -318,7 +591,7 @@ async fn connection<S>(
                     batch.push(Vec::new());
                 }
                 parser.set_auth_required(!client.authenticated);
-                match parser.parse(&mut input, &limits, &mut batch[parsed]) {
+                match parser.parse(input, &limits.request, &mut batch[parsed]) {
                     Ok(true) => parsed += 1,
                     Ok(false) => {
                         drained = true;
@@ -339,7 +612,7 @@ async fn connection<S>(
                 .store(unconsumed, Ordering::Relaxed);
             if parsed > 1 {
                 found[..parsed].fill(None);
-                gate::prefetch(&server, &client, &batch[..parsed], &mut found[..parsed]);
+                gate::prefetch(server, client, &batch[..parsed], &mut found[..parsed]);
             }
             // The clock reading the command before ended at (for the input's first, when it
             // arrived): the next one takes it as its start unless something between them
@@ -347,11 +620,14 @@ async fn connection<S>(
             let mut reading = first_reading.take();
             for (index, args) in batch.iter_mut().take(parsed).enumerate() {
                 let found = if parsed > 1 { found[index] } else { None };
-                let ok = execute(&server, &mut client, &mut reply, args, found, reading).await;
+                let ok = execute(server, client, reply, args, found, reading).await;
                 reading = client.reading.take();
                 // Dropped now: the arguments share the input buffer's memory.
                 args.clear();
                 if !ok {
+                    break 'connection;
+                }
+                if over_output_hard_limit(server, client, reply, &limits.output) {
                     break 'connection;
                 }
                 let is_monitor = client.shared.monitor.load(Ordering::Relaxed);
@@ -361,7 +637,7 @@ async fn connection<S>(
                     monitor = None;
                 }
                 if client.close_after_reply || client.shared.is_killed() {
-                    let _ = flush(&server, &mut client, &mut stream, &mut reply).await;
+                    let _ = flush_all(server, client, stream, reply).await;
                     break 'connection;
                 }
                 if !client.woken.is_empty() {
@@ -371,28 +647,39 @@ async fn connection<S>(
                 if client.blocked.is_some() {
                     reading = None;
                     // Answer what came before, then wait; later input stays buffered.
-                    if flush(&server, &mut client, &mut stream, &mut reply)
-                        .await
-                        .is_err()
+                    buffers.reply_peak = buffers.reply_peak.max(reply.len());
+                    if !flush(
+                        server,
+                        client,
+                        stream,
+                        reply,
+                        &limits.output,
+                        &mut buffers.soft_limit_since,
+                    )
+                    .await
                     {
                         break 'connection;
                     }
                     let blocked = Blocked {
-                        server: &server,
-                        query_limit,
+                        server,
+                        query_limit: limits.query,
                     };
-                    if !blocked
-                        .wait(&mut client, &mut reply, &mut stream, &mut input)
-                        .await
-                    {
+                    if !blocked.wait(client, reply, stream, input, parser).await {
                         break 'connection;
                     }
                 }
                 if reply.len() >= REPLY_FLUSH_AT {
                     reading = None;
-                    if flush(&server, &mut client, &mut stream, &mut reply)
-                        .await
-                        .is_err()
+                    buffers.reply_peak = buffers.reply_peak.max(reply.len());
+                    if !flush(
+                        server,
+                        client,
+                        stream,
+                        reply,
+                        &limits.output,
+                        &mut buffers.soft_limit_since,
+                    )
+                    .await
                     {
                         break 'connection;
                     }
@@ -402,7 +689,7 @@ async fn connection<S>(
                 let message = error.error_reply();
                 server.stats.record_error(&message);
                 reply.error(&message);
-                let _ = flush(&server, &mut client, &mut stream, &mut reply).await;
+                let _ = flush_all(server, client, stream, reply).await;
                 debug!(id, %error, "protocol error, closing");
                 break 'connection;
             }
@@ -414,30 +701,80 @@ async fn connection<S>(
             .shared
             .query_buffer
             .store(input.len(), Ordering::Relaxed);
-        if query_limit > 0 && input.len() as u64 > query_limit {
-            warn!(id, "closing client that reached max query buffer length");
+        buffers.reply_peak = buffers.reply_peak.max(buffers.reply.len());
+        let held = buffers.account(server, client);
+        if limits.query > 0 && held > limits.query {
+            server
+                .stats
+                .client_query_buffer_limit_disconnections
+                .fetch_add(1, Ordering::Relaxed);
+            warn!(
+                client = %client.shared.describe(),
+                "Closing client that reached max query buffer length"
+            );
             break;
         }
-        if !reply.is_empty() && others_are_ready() {
+        if limits.clients_memory > 0
+            && server.clients.memory() >= limits.clients_memory
+            && server.clients.evict_over(limits.clients_memory) > 0
+            && client.shared.is_killed()
+        {
+            break;
+        }
+        if !buffers.reply.is_empty() && others_are_ready() {
             // Let the other connections this worker has input for run first, and write
             // after them: replies of one round then go out together, as Redis writes its
             // replies just before it sleeps. Each write to a client that sleeps wakes it
             // (on loopback, a cross-core wake-up); writing in a burst wakes it once.
             tokio::task::yield_now().await;
         }
-        if flush(&server, &mut client, &mut stream, &mut reply)
-            .await
-            .is_err()
+        if !flush(
+            server,
+            client,
+            stream,
+            &mut buffers.reply,
+            &limits.output,
+            &mut buffers.soft_limit_since,
+        )
+        .await
         {
             break;
         }
+        buffers.review(arrived);
     }
-    gate::end_block(&server, &mut client);
-    // Out of the client list before the socket closes, as Redis unlinks a client before it
-    // closes it: a peer that saw the close never finds the client in CLIENT LIST after.
-    server.clients.disconnect(id);
-    let _ = stream.shutdown().await;
-    debug!(id, "client disconnected");
+}
+
+/// Whether the replies waiting to be written passed the hard output limit of normal
+/// clients: the client is then closed without being sent any of them, as Redis does.
+#[inline]
+fn over_output_hard_limit(
+    server: &Server,
+    client: &Client,
+    reply: &Reply,
+    limit: &BufferLimit,
+) -> bool {
+    if limit.hard_bytes == 0 || (reply.len() as u64) < limit.hard_bytes {
+        return false;
+    }
+    close_for_output_limit(server, client, reply);
+    true
+}
+
+#[cold]
+fn close_for_output_limit(server: &Server, client: &Client, reply: &Reply) {
+    server
+        .stats
+        .client_output_buffer_limit_disconnections
+        .fetch_add(1, Ordering::Relaxed);
+    client
+        .shared
+        .memory
+        .output
+        .store(reply.len(), Ordering::Relaxed);
+    warn!(
+        client = %client.shared.describe(),
+        "Client closed for overcoming of output buffer limits"
+    );
 }
 
 /// Whether tasks are queued to run on this worker after the current one.
@@ -479,9 +816,13 @@ async fn execute(
     mut reading: Option<latch_keyspace::Tick>,
 ) -> bool {
     loop {
-        match gate::execute(server, client, reply, args, found, reading) {
-            gate::Outcome::Done => return true,
-            gate::Outcome::Deferred { until_end } => {
+        let before = reply.len();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            gate::execute(server, client, reply, args, found, reading)
+        }));
+        match outcome {
+            Ok(gate::Outcome::Done) => return true,
+            Ok(gate::Outcome::Deferred { until_end }) => {
                 // After the wait, the command reads the clock itself.
                 reading = None;
                 tokio::select! {
@@ -492,9 +833,29 @@ async fn execute(
                     return false;
                 }
             }
+            Err(panic) => {
+                // A bug costs this connection, not the server: the half-written reply is
+                // dropped, the client told, the connection closed (and cleaned up).
+                error!(
+                    client = %client.shared.describe(),
+                    command = %String::from_utf8_lossy(args.first().map_or(&b""[..], |a| &a[..])),
+                    panic = %panic_text(&*panic),
+                    "a command panicked; closing its client's connection"
+                );
+                reply.truncate(before);
+                let message = COMMAND_PANICKED;
+                server.stats.record_error(message);
+                reply.error(message);
+                client.close_after_reply = true;
+                return true;
+            }
         }
     }
 }
+
+/// What a client whose command panicked is told before its connection closes.
+const COMMAND_PANICKED: &[u8] =
+    b"ERR internal error: the command panicked (see the server log); closing the connection";
 
 /// Longest a command waits for the blocked clients it woke to be served before it goes on
 /// (a safety net: a retry only needs shard locks, so it normally takes microseconds).
@@ -544,6 +905,7 @@ impl Blocked<'_> {
         reply: &mut Reply,
         reader: &mut R,
         input: &mut BytesMut,
+        parser: &RequestParser,
     ) -> bool {
         let server = self.server;
         loop {
@@ -605,10 +967,15 @@ impl Blocked<'_> {
                         .shared
                         .query_buffer
                         .store(input.len(), Ordering::Relaxed);
-                    if self.query_limit > 0 && input.len() as u64 > self.query_limit {
+                    let held = input.len() + parser.held_bytes();
+                    if self.query_limit > 0 && held as u64 > self.query_limit {
+                        server
+                            .stats
+                            .client_query_buffer_limit_disconnections
+                            .fetch_add(1, Ordering::Relaxed);
                         warn!(
-                            id = client.id,
-                            "closing client that reached max query buffer length"
+                            client = %client.shared.describe(),
+                            "Closing client that reached max query buffer length"
                         );
                         return false;
                     }
@@ -626,26 +993,137 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
+/// Writes the replies out. False when the connection must close: the peer is gone, the
+/// client was killed (or the server shuts down) while its replies waited for room in the
+/// socket, or they stayed over the soft output limit (`limit`) for longer than it allows.
+/// `soft_since` is when they first reached that limit.
 async fn flush<W: AsyncWrite + Unpin>(
     server: &Server,
     client: &mut Client,
     writer: &mut W,
     reply: &mut Reply,
-) -> std::io::Result<()> {
+    limit: &BufferLimit,
+    soft_since: &mut Option<tokio::time::Instant>,
+) -> bool {
     // Logged writes reach the AOF file (and the disk under `appendfsync always`) before
     // their replies leave.
     server.persistence.before_reply(client).await;
     if reply.is_empty() {
-        return Ok(());
+        return true;
     }
     let buffer = reply.buffer();
     server
         .stats
         .net_output_bytes
         .fetch_add(buffer.len() as u64, Ordering::Relaxed);
-    let result = writer.write_all(buffer).await;
+    // Most writes take everything at once: tried first without waiting.
+    let attempt = std::future::poll_fn(|cx| {
+        match std::pin::Pin::new(&mut *writer).poll_write(cx, &buffer[..]) {
+            std::task::Poll::Ready(result) => std::task::Poll::Ready(Some(result)),
+            std::task::Poll::Pending => std::task::Poll::Ready(None),
+        }
+    })
+    .await;
+    let written = match attempt {
+        Some(Ok(n)) if n == buffer.len() => {
+            buffer.clear();
+            *soft_since = None;
+            return true;
+        }
+        Some(Ok(0)) | Some(Err(_)) => {
+            buffer.clear();
+            return false;
+        }
+        Some(Ok(n)) => n,
+        None => 0,
+    };
+    flush_rest(server, client, writer, buffer, written, limit, soft_since).await
+}
+
+/// The rest of [`flush`], when the socket did not take everything at once: the client
+/// does not read (or not fast enough). Waits for room, a kill, or the end of the time the
+/// soft output limit allows.
+#[inline(never)]
+async fn flush_rest<W: AsyncWrite + Unpin>(
+    server: &Server,
+    client: &mut Client,
+    writer: &mut W,
+    buffer: &mut BytesMut,
+    mut written: usize,
+    limit: &BufferLimit,
+    soft_since: &mut Option<tokio::time::Instant>,
+) -> bool {
+    let finished = loop {
+        if written == buffer.len() {
+            break true;
+        }
+        let pending = buffer.len() - written;
+        let memory = &client.shared.memory;
+        memory.output.store(pending, Ordering::Relaxed);
+        let counted = memory
+            .reply_capacity
+            .swap(buffer.capacity(), Ordering::Relaxed);
+        let total = memory.total.load(Ordering::Relaxed) + buffer.capacity();
+        server
+            .clients
+            .account(&client.shared, total.saturating_sub(counted));
+        let clients_limit = clients_memory_limit(server);
+        if clients_limit > 0
+            && server.clients.evict_over(clients_limit) > 0
+            && client.shared.is_killed()
+        {
+            break false;
+        }
+        let allowed = Duration::from_secs(limit.soft_seconds.max(0) as u64);
+        let over_soft = limit.soft_bytes > 0 && pending as u64 >= limit.soft_bytes;
+        if !over_soft {
+            *soft_since = None;
+        } else if soft_since.is_some_and(|since| since.elapsed() > allowed) {
+            server
+                .stats
+                .client_output_buffer_limit_disconnections
+                .fetch_add(1, Ordering::Relaxed);
+            warn!(
+                client = %client.shared.describe(),
+                "Client closed for overcoming of output buffer limits"
+            );
+            break false;
+        }
+        let deadline = over_soft.then(|| {
+            *soft_since.get_or_insert_with(tokio::time::Instant::now)
+                + allowed
+                + Duration::from_millis(1)
+        });
+        tokio::select! {
+            _ = interrupted(&client.shared, server) => break false,
+            _ = sleep_until(deadline) => {}
+            result = writer.write(&buffer[written..]) => match result {
+                Ok(0) | Err(_) => break false,
+                Ok(n) => written += n,
+            },
+        }
+    };
+    if finished {
+        *soft_since = None;
+    }
+    client.shared.memory.output.store(0, Ordering::Relaxed);
     buffer.clear();
-    result
+    finished
+}
+
+/// Writes what is left before the connection closes (no output limit applies).
+async fn flush_all<W: AsyncWrite + Unpin>(
+    server: &Server,
+    client: &mut Client,
+    writer: &mut W,
+    reply: &mut Reply,
+) -> bool {
+    let unlimited = BufferLimit {
+        hard_bytes: 0,
+        soft_bytes: 0,
+        soft_seconds: 0,
+    };
+    flush(server, client, writer, reply, &unlimited, &mut None).await
 }
 
 async fn recv_monitor(monitor: &mut Option<broadcast::Receiver<Bytes>>) -> Option<Bytes> {
@@ -665,31 +1143,60 @@ async fn idle(timeout: Duration) {
     tokio::time::sleep(timeout).await;
 }
 
-/// Resolves once the client is killed or the server shuts down. Both set their flag before
-/// they notify, so once the first poll has put the task's waker in both queues, later polls
-/// only read the flags: a notification wakes the task, which then sees its flag, whichever
-/// of the task's waiting futures the notification went to (`kill` wakes one waiter). So
-/// every future of this kind must be polled by the connection's own task.
+/// Resolves once the client is killed or the server shuts down.
 async fn interrupted(shared: &ClientShared, server: &Server) {
+    interruption(shared, server, false).await;
+}
+
+/// Resolves with true once the client is killed or the server shuts down, and, when
+/// `trims`, with false once the clients' cron asks the connection to give back its idle
+/// buffers. Kill and shutdown set their flag before they notify, so once the first poll
+/// has put the task's waker in the queues, later polls only read the flags: a notification
+/// wakes the task, which then sees its flag, whichever of the task's waiting futures the
+/// notification went to (`kill` wakes one waiter). So every future of this kind must be
+/// polled by the connection's own task.
+async fn interruption(shared: &ClientShared, server: &Server, trims: bool) -> bool {
     let kill = shared.kill_signal.notified();
     let shutdown = server.shutdown.notified();
-    tokio::pin!(kill, shutdown);
+    let trim = shared.trim_signal.notified();
+    tokio::pin!(kill, shutdown, trim);
     let mut waiting = false;
     std::future::poll_fn(|cx| {
         if !waiting {
             waiting = true;
             use std::future::Future;
             if kill.as_mut().poll(cx).is_ready() || shutdown.as_mut().poll(cx).is_ready() {
-                return std::task::Poll::Ready(());
+                return std::task::Poll::Ready(true);
+            }
+            if trims && trim.as_mut().poll(cx).is_ready() {
+                return std::task::Poll::Ready(false);
             }
         }
         if shared.is_killed() || server.is_shutting_down() {
-            std::task::Poll::Ready(())
+            std::task::Poll::Ready(true)
+        } else if trims && shared.trim_requested.load(Ordering::Relaxed) {
+            std::task::Poll::Ready(false)
         } else {
             std::task::Poll::Pending
         }
     })
     .await
+}
+
+/// Asks every client idle for `IDLE_BUFFERS_AFTER_S` that still holds buffers to give
+/// them back (its connection does it: it owns them).
+fn release_idle_buffers(server: &Server) {
+    for client in server.clients.list() {
+        let memory = &client.memory;
+        let holds = memory.query_capacity.load(Ordering::Relaxed) > 0
+            || memory.reply_capacity.load(Ordering::Relaxed) > 0;
+        if holds
+            && client.idle_s() >= IDLE_BUFFERS_AFTER_S
+            && !client.trim_requested.swap(true, Ordering::Relaxed)
+        {
+            client.trim_signal.notify_one();
+        }
+    }
 }
 
 /// Background work at `hz`: the wall clock's resync, active expiry, persistence, idle
@@ -705,6 +1212,7 @@ pub async fn cron(server: Arc<Server>) {
         server.keyspace.clock().resync_wall();
         crate::persistence::cron(&server);
         server.migrate_sockets.close_idle();
+        release_idle_buffers(&server);
         if !server.active_expire.load(Ordering::Relaxed) {
             continue;
         }

@@ -26,6 +26,10 @@ pub struct Stats {
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
     pub total_error_replies: AtomicU64,
+    /// Clients closed for passing `client-query-buffer-limit` / an output buffer limit
+    /// (Redis 7.2's INFO fields of these names).
+    pub client_query_buffer_limit_disconnections: AtomicU64,
+    pub client_output_buffer_limit_disconnections: AtomicU64,
     /// Error replies by their first word (`ERR`, `WRONGTYPE`, ...).
     pub errors: Mutex<BTreeMap<String, u64>>,
 }
@@ -69,6 +73,8 @@ impl Stats {
             &self.net_input_bytes,
             &self.net_output_bytes,
             &self.total_error_replies,
+            &self.client_query_buffer_limit_disconnections,
+            &self.client_output_buffer_limit_disconnections,
         ] {
             counter.store(0, Ordering::Relaxed);
         }

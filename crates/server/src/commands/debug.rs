@@ -69,6 +69,10 @@ fn debug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             .error(b"ERR DEBUG RELOAD needs persistence, which this server does not have yet");
     } else if is(sub, "JMAP") && argc == 2 {
         ctx.reply.ok();
+    } else if is(sub, "PANIC-CONNECTION") && argc == 2 {
+        // Latch's own: a bug's stand-in, for the tests that check a panic costs one
+        // connection and not the server's bookkeeping.
+        panic!("DEBUG PANIC-CONNECTION");
     } else {
         subcommand_syntax_error(ctx, args);
     }
@@ -91,6 +95,9 @@ fn debug_help(ctx: &mut Ctx<'_, '_>) {
             "    Write <message> to the server log.",
             "OBJECT <key>",
             "    Describe the value stored at <key>.",
+            "PANIC-CONNECTION",
+            "    Panic while running this command: the connection closes (after an error",
+            "    reply) and the server goes on.",
             "PROTOCOL <type>",
             "    Reply with a sample of a reply type: string, integer, double, bignum, null,",
             "    array, set, map, attrib, push, verbatim, true or false.",

@@ -222,7 +222,12 @@ fn clients_section(server: &Server, out: &mut String) {
     field(out, "cluster_connections", 0);
     field(out, "maxclients", server.config.maxclients());
     field(out, "client_recent_max_input_buffer", max_input);
-    field(out, "client_recent_max_output_buffer", 0);
+    let max_output = clients
+        .iter()
+        .map(|c| c.memory.output.load(Ordering::Relaxed))
+        .max()
+        .unwrap_or(0);
+    field(out, "client_recent_max_output_buffer", max_output);
     field(
         out,
         "blocked_clients",
@@ -444,10 +449,11 @@ fn memory_section(server: &Server, out: &mut String) {
         "mem_replication_backlog",
         "mem_total_replication_buffers",
         "mem_clients_slaves",
-        "mem_clients_normal",
-        "mem_cluster_links",
-        "mem_aof_buffer",
     ] {
+        field(out, name, 0);
+    }
+    field(out, "mem_clients_normal", server.clients.memory());
+    for name in ["mem_cluster_links", "mem_aof_buffer"] {
         field(out, name, 0);
     }
     field(out, "mem_allocator", MEM_ALLOCATOR);
@@ -648,7 +654,11 @@ fn stats_section(server: &Server, out: &mut String) {
     field(out, "expired_time_cap_reached_count", 0);
     field(out, "expire_cycle_cpu_milliseconds", 0);
     field(out, "evicted_keys", 0);
-    field(out, "evicted_clients", 0);
+    field(
+        out,
+        "evicted_clients",
+        server.clients.evicted.load(Ordering::Relaxed),
+    );
     field(out, "total_eviction_exceeded_time", 0);
     field(out, "current_eviction_exceeded_time", 0);
     field(out, "keyspace_hits", load(&stats.keyspace_hits));
@@ -696,6 +706,16 @@ fn stats_section(server: &Server, out: &mut String) {
     );
     field(out, "io_threaded_reads_processed", 0);
     field(out, "io_threaded_writes_processed", 0);
+    field(
+        out,
+        "client_query_buffer_limit_disconnections",
+        load(&stats.client_query_buffer_limit_disconnections),
+    );
+    field(
+        out,
+        "client_output_buffer_limit_disconnections",
+        load(&stats.client_output_buffer_limit_disconnections),
+    );
     field(out, "reply_buffer_shrinks", 0);
     field(out, "reply_buffer_expands", 0);
     // Latch's own: EVAL/EVALSHA runs of a script recognized as the lock release and run

@@ -145,6 +145,7 @@ fn unwatch(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
 fn leave_multi(client: &mut Client) -> Option<Transaction> {
     let transaction = client.multi.take()?;
     client.shared.multi.store(-1, Ordering::Relaxed);
+    client.shared.memory.multi.store(0, Ordering::Relaxed);
     Some(transaction)
 }
 

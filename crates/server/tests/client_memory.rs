@@ -1,0 +1,304 @@
+//! What one client may hold: every byte counted (CLIENT LIST's `qbuf`, `argv-mem`,
+//! `multi-mem`, `rbs`, `omem`, `tot-mem`), the limits that close a client that holds too
+//! much (`client-query-buffer-limit`, `client-output-buffer-limit`, `maxmemory-clients`),
+//! and idle buffers given back.
+
+mod common;
+
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use common::{check, encode, RawConn, TestServer};
+
+/// The CLIENT LIST line of the client named `name`, if it is connected.
+fn client_line(server: &TestServer, name: &str) -> Option<String> {
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query(&mut server.client())
+        .expect("CLIENT LIST");
+    list.lines()
+        .find(|line| line.contains(&format!(" name={name} ")))
+        .map(str::to_string)
+}
+
+/// A numeric field of a CLIENT LIST line.
+fn field(line: &str, name: &str) -> u64 {
+    let prefix = format!("{name}=");
+    line.split(' ')
+        .find_map(|part| part.strip_prefix(&prefix))
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {line}"))
+}
+
+/// Polls until `done` holds, for up to `seconds`.
+fn eventually(seconds: u64, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    done()
+}
+
+fn named(server: &TestServer, name: &str) -> RawConn {
+    let mut conn = server.raw();
+    check(&mut conn, &format!("CLIENT SETNAME {name}"), "+OK\r\n");
+    conn
+}
+
+fn info_field(server: &TestServer, section: &str, name: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg(section)
+        .query(&mut server.client())
+        .expect("INFO");
+    info.lines()
+        .find_map(|line| line.strip_prefix(&format!("{name}:")))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
+}
+
+/// The start of a multibulk request whose arguments arrive whole but whose last one never
+/// comes: the arguments leave the input buffer for the parser (Redis' `argv-mem`).
+fn unfinished_request(arguments: usize, each: usize) -> Vec<u8> {
+    let mut out = format!("*{}\r\n$3\r\nSET\r\n", arguments + 2).into_bytes();
+    let value = vec![b'x'; each];
+    for _ in 0..arguments {
+        out.extend_from_slice(format!("${each}\r\n").as_bytes());
+        out.extend_from_slice(&value);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+#[test]
+fn arguments_of_an_unfinished_request_are_counted_and_limited() {
+    let server = TestServer::start(&["--client-query-buffer-limit", "2mb"]);
+    let mut small = named(&server, "small");
+    small.send(&unfinished_request(2, 300_000));
+    assert!(eventually(5, || client_line(&server, "small")
+        .is_some_and(|line| field(&line, "argv-mem") == 600_003)));
+    let line = client_line(&server, "small").unwrap();
+    assert!(field(&line, "tot-mem") > 600_000, "{line}");
+    // Past the limit in arguments alone (the input buffer itself stays small).
+    let mut big = named(&server, "big");
+    big.send(&unfinished_request(8, 300_000));
+    assert!(
+        big.is_closed(),
+        "a client holding 2.4 MB of arguments stays"
+    );
+    assert!(client_line(&server, "big").is_none());
+    assert_eq!(
+        info_field(&server, "stats", "client_query_buffer_limit_disconnections"),
+        1
+    );
+    // The other client goes on: its request completes.
+    small.send(b"$1\r\nz\r\n");
+    // SET with extra arguments is a syntax error, which still proves the request ran.
+    check(&mut small, "PING", "-ERR syntax error\r\n+PONG\r\n");
+}
+
+#[test]
+fn a_multi_queue_counts_and_is_limited_like_the_query_buffer() {
+    let server = TestServer::start(&["--client-query-buffer-limit", "1mb"]);
+    let mut conn = named(&server, "queuer");
+    check(&mut conn, "MULTI", "+OK\r\n");
+    let value = vec![b'v'; 300_000];
+    conn.expect(&[b"SET", b"a", &value], b"+QUEUED\r\n");
+    conn.expect(&[b"SET", b"b", &value], b"+QUEUED\r\n");
+    let line = client_line(&server, "queuer").unwrap();
+    assert_eq!(field(&line, "multi"), 2, "{line}");
+    assert!(field(&line, "multi-mem") >= 600_000, "{line}");
+    assert!(field(&line, "tot-mem") > 600_000, "{line}");
+    conn.send(&encode(&[b"SET", b"c", &value]));
+    conn.send(&encode(&[b"SET", b"d", &value]));
+    // The queue passed 1 MB: the client is closed (after the first QUEUED, perhaps).
+    let mut rest = Vec::new();
+    let _ = conn.stream.read_to_end(&mut rest);
+    assert!(client_line(&server, "queuer").is_none());
+    let mut other = server.raw();
+    check(&mut other, "EXISTS a b c d", ":0\r\n");
+}
+
+#[test]
+fn a_reply_over_the_hard_output_limit_closes_the_client_unanswered() {
+    let server = TestServer::start(&[]);
+    let mut admin = server.raw();
+    admin.expect(
+        &[
+            b"CONFIG",
+            b"SET",
+            b"client-output-buffer-limit",
+            b"normal 100000 0 0",
+        ],
+        b"+OK\r\n",
+    );
+    fill_list(&server, 150);
+    let mut reader = named(&server, "reader");
+    reader.send(&encode(&[b"LRANGE", b"big", b"0", b"-1"]));
+    let mut got = Vec::new();
+    let _ = reader.stream.read_to_end(&mut got);
+    assert!(
+        got.is_empty(),
+        "{} bytes of a reply over the limit",
+        got.len()
+    );
+    assert!(client_line(&server, "reader").is_none());
+    assert_eq!(
+        info_field(
+            &server,
+            "stats",
+            "client_output_buffer_limit_disconnections"
+        ),
+        1
+    );
+    // Under the limit, a client gets its reply.
+    let mut fine = named(&server, "fine");
+    fine.send(&encode(&[b"LRANGE", b"big", b"0", b"10"]));
+    assert_eq!(fine.read_n(11 * 1009 + 5).len(), 11 * 1009 + 5);
+    check(&mut fine, "PING", "+PONG\r\n");
+}
+
+/// A client that sends requests for big replies and never reads: its replies wait in the
+/// server until the socket drains.
+fn flood_without_reading(server: &TestServer, name: &str, requests: usize) -> RawConn {
+    let conn = named(server, name);
+    let mut request = Vec::new();
+    for _ in 0..requests {
+        request.extend_from_slice(&encode(&[b"LRANGE", b"big", b"0", b"-1"]));
+    }
+    conn.stream
+        .set_write_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    // The server stops reading while it cannot write: sent from a thread, so that this
+    // one is not stuck when both directions fill.
+    let mut writer = conn.stream.try_clone().unwrap();
+    std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = writer.write_all(&request);
+    });
+    conn
+}
+
+/// `big`: a list of `items` items of 1000 bytes.
+fn fill_list(server: &TestServer, items: usize) {
+    let mut admin = server.raw();
+    let item = vec![b'y'; 1000];
+    let mut args: Vec<&[u8]> = vec![b"RPUSH", b"big"];
+    // The reply to LRANGE big 0 -1 is about `items` KB.
+    args.extend(std::iter::repeat_n(&item[..], items));
+    admin.send(&encode(&args));
+    let expected = format!(":{items}\r\n");
+    assert_eq!(admin.read_n(expected.len()), expected.as_bytes());
+}
+
+#[test]
+fn replies_stuck_over_the_soft_limit_close_the_client_after_its_seconds() {
+    let server = TestServer::start(&[]);
+    fill_list(&server, 5000);
+    let mut admin = server.raw();
+    admin.send(&encode(&[
+        b"CONFIG",
+        b"SET",
+        b"client-output-buffer-limit",
+        b"normal 0 500000 1",
+    ]));
+    assert_eq!(admin.read_n(5), b"+OK\r\n");
+    let started = Instant::now();
+    let _slow = flood_without_reading(&server, "slow", 200);
+    // It shows what waits (omem), then is closed a second or two after that passed the
+    // soft limit.
+    assert!(eventually(5, || client_line(&server, "slow")
+        .is_some_and(|line| field(&line, "omem") >= 500_000)));
+    assert!(eventually(10, || client_line(&server, "slow").is_none()));
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    assert_eq!(
+        info_field(
+            &server,
+            "stats",
+            "client_output_buffer_limit_disconnections"
+        ),
+        1
+    );
+    check(&mut admin, "PING", "+PONG\r\n");
+}
+
+#[test]
+fn a_client_that_does_not_read_can_still_be_killed() {
+    let server = TestServer::start(&[]);
+    fill_list(&server, 5000);
+    let _stuck = flood_without_reading(&server, "stuck", 200);
+    assert!(eventually(5, || client_line(&server, "stuck")
+        .is_some_and(|line| field(&line, "omem") > 0)));
+    let id = field(&client_line(&server, "stuck").unwrap(), "id");
+    let mut admin = server.raw();
+    check(&mut admin, &format!("CLIENT KILL ID {id}"), ":1\r\n");
+    assert!(eventually(5, || client_line(&server, "stuck").is_none()));
+}
+
+#[test]
+fn maxmemory_clients_evicts_the_biggest_clients_and_spares_the_rest() {
+    let server = TestServer::start(&["--maxmemory-clients", "4mb"]);
+    let mut ordinary = named(&server, "ordinary");
+    let mut spared = named(&server, "spared");
+    check(&mut spared, "CLIENT NO-EVICT on", "+OK\r\n");
+    spared.send(&unfinished_request(1, 1_500_000));
+    assert!(eventually(5, || client_line(&server, "spared")
+        .is_some_and(|line| field(&line, "argv-mem") == 1_500_003)));
+    let mut abusers: Vec<RawConn> = (0..4)
+        .map(|i| {
+            let mut conn = named(&server, &format!("abuser{i}"));
+            conn.send(&unfinished_request(1, 1_500_000));
+            conn
+        })
+        .collect();
+    assert!(eventually(5, || info_field(
+        &server,
+        "stats",
+        "evicted_clients"
+    ) >= 2));
+    let memory = info_field(&server, "memory", "mem_clients_normal");
+    assert!(memory < 4 * 1024 * 1024, "clients still hold {memory}");
+    let mut evicted = 0;
+    for conn in &mut abusers {
+        conn.stream
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        if conn.is_closed() {
+            evicted += 1;
+        }
+    }
+    assert!(evicted >= 2, "{evicted} abusers closed");
+    assert!(client_line(&server, "spared").is_some());
+    check(&mut ordinary, "PING", "+PONG\r\n");
+}
+
+#[test]
+fn an_idle_client_gives_its_buffers_back() {
+    let server = TestServer::start(&["--hz", "50"]);
+    let mut conn = named(&server, "idler");
+    let value = vec![b'v'; 400_000];
+    conn.expect(&[b"SET", b"k", &value], b"+OK\r\n");
+    let mut reply = b"$400000\r\n".to_vec();
+    reply.extend_from_slice(&value);
+    reply.extend_from_slice(b"\r\n");
+    conn.expect(&[b"GET", b"k"], &reply);
+    let line = client_line(&server, "idler").unwrap();
+    assert!(field(&line, "rbs") >= 400_000, "{line}");
+    // Busy with small commands: the big buffers shrink to what they need.
+    assert!(eventually(5, || {
+        check(&mut conn, "PING", "+PONG\r\n");
+        let line = client_line(&server, "idler").unwrap();
+        field(&line, "rbs") < 100_000 && field(&line, "qbuf") + field(&line, "qbuf-free") < 100_000
+    }));
+    // Idle for two seconds: nothing left but the connection itself.
+    assert!(eventually(6, || {
+        let line = client_line(&server, "idler").unwrap();
+        field(&line, "qbuf-free") == 0 && field(&line, "rbs") == 0
+    }));
+    let line = client_line(&server, "idler").unwrap();
+    assert!(field(&line, "tot-mem") < 4096, "{line}");
+    // And works as before.
+    check(&mut conn, "PING", "+PONG\r\n");
+}
