@@ -25,6 +25,7 @@ fn main() {
         }
     };
     let _log_guard = latch_server::config::init_logging(&config);
+    config.warn_inert_options();
     // As redis-server (which also writes one when it daemonizes, which Latch does not):
     // the pid file is written when `pidfile` is set, a failure only logged, and removed at
     // exit (from where it was written, even if CONFIG SET dir moved the server since).
