@@ -5,7 +5,7 @@
 //! `redis-server`. Each runs on a free port in a scratch directory, and can be killed,
 //! paused (SIGSTOP) and restarted on the same port over the same files.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -190,6 +190,31 @@ impl Server {
     /// The server's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+
+    /// Waits until the server answers PING with PONG (not `-LOADING`): a server listens
+    /// before it has loaded its files. Panics after 20 seconds.
+    pub fn wait_for_pong(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(mut conn) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut reply = [0u8; 7];
+                if conn.write_all(b"PING\r\n").is_ok()
+                    && conn.read_exact(&mut reply).is_ok()
+                    && &reply == b"+PONG\r\n"
+                {
+                    return;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{:?} server never answered PONG:\n{}",
+                self.program,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// SHUTDOWN NOSAVE (an AOF is still synced), then waits for the process to exit.
