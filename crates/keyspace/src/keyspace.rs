@@ -23,7 +23,8 @@ use crate::value::{Entry, Value};
 #[derive(Debug)]
 pub struct Shard {
     dbs: Box<[Table]>,
-    /// Writes since the last snapshot (Redis' `dirty`), summed over shards when asked.
+    /// Writes ever made in this shard (Redis' `dirty`, but never reset), summed over shards
+    /// when asked.
     dirty: u64,
     /// WATCHed keys of this shard (every database) and who watches them. Kept here rather
     /// than in each `Table` because FLUSHDB replaces a table and SWAPDB moves tables, while a
@@ -610,17 +611,14 @@ impl Keyspace {
         view.unwatch_all(watches);
     }
 
-    /// Writes since the last snapshot, over all shards (locks them one at a time).
+    /// Writes ever made, over all shards (locks them one at a time). Never reset, unlike
+    /// Redis' `dirty`: a save records the count its snapshot was cut at, and the changes
+    /// since the last save are the difference (a reset would race with a snapshot being
+    /// cut while writes go on).
     pub fn dirty(&self) -> u64 {
         (0..self.shards.len())
             .map(|s| self.lock_shard(s).dirty)
             .sum()
-    }
-
-    pub fn reset_dirty(&self) {
-        for s in 0..self.shards.len() {
-            self.lock_shard(s).dirty = 0;
-        }
     }
 }
 

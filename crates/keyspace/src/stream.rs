@@ -536,7 +536,9 @@ impl Stream {
             tail.append(*master_id, id, &fields);
         }
         self.entries.insert(id, fields);
-        self.entries_added += 1;
+        // A RESTOREd or loaded stream may carry any count (Redis does not check it): it
+        // wraps, as Redis' does.
+        self.entries_added = self.entries_added.wrapping_add(1);
         self.last_id = id;
         if self.entries.len() == 1 {
             self.first_id = id;
@@ -689,8 +691,12 @@ impl Stream {
         if self.max_deleted_id.is_zero() || self.max_deleted_id < self.first_id {
             let length = self.entries.len() as i64;
             match id.cmp(&self.first_id) {
-                std::cmp::Ordering::Less => return Some(added - length),
-                std::cmp::Ordering::Equal => return Some(added - length + 1),
+                // `added` comes from the stream's metadata (a payload may hold any
+                // value): the difference wraps, as Redis' signed arithmetic does.
+                std::cmp::Ordering::Less => return Some(added.wrapping_sub(length)),
+                std::cmp::Ordering::Equal => {
+                    return Some(added.wrapping_sub(length).wrapping_add(1))
+                }
                 std::cmp::Ordering::Greater => {}
             }
         }

@@ -5,9 +5,9 @@
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -16,6 +16,7 @@ use latch_persist::aof::{
     manifest_name, starts_with_rdb_preamble, write_manifest, AofReadError, CommandReader, FileKind,
     Manifest,
 };
+use latch_testkit::Program;
 
 const AOF: &str = "appendonly.aof";
 
@@ -44,95 +45,35 @@ impl Drop for TempDir {
     }
 }
 
-/// A running redis-server, killed when dropped.
-struct Server {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+/// A running redis-server, started by the testkit (which checks the port is its own) in
+/// the test's directory; killed when dropped.
+struct Server(latch_testkit::Server);
 
 impl Server {
     /// Starts redis-server on `dir` with AOF on and the extra options, and waits until it
     /// answers PING.
     fn start(dir: &Path, extra: &[&str]) -> Server {
-        let port = free_port();
-        let log = dir.join("redis.log");
-        let out = fs::File::create(&log).unwrap();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .arg("--dir")
-            .arg(dir)
-            .args([
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-                "--save",
-                "",
-            ])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(out.try_clone().unwrap())
-            .stderr(out)
-            .spawn()
-            .expect("redis-server 7.0 must be installed for this test");
-        let mut server = Server { child, port, log };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(status) = server.child.try_wait().unwrap() {
-                panic!("redis-server exited with {status}:\n{}", server.log_text());
-            }
-            if let Ok(mut conn) = TcpStream::connect(("127.0.0.1", port)) {
-                if call(&mut conn, &["PING"]) == Resp::Simple("PONG".into()) {
-                    return server;
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not start:\n{}",
-                server.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let mut args = vec!["--appendonly", "yes", "--appendfsync", "always"];
+        args.extend_from_slice(extra);
+        let server = latch_testkit::Server::start_in(Program::Redis, dir, &args);
+        server.wait_for_pong();
+        Server(server)
     }
 
     fn connect(&self) -> TcpStream {
-        let conn = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let conn = TcpStream::connect(("127.0.0.1", self.0.port)).unwrap();
         conn.set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
         conn
     }
 
     fn log_text(&self) -> String {
-        fs::read_to_string(&self.log).unwrap_or_default()
+        self.0.log()
     }
 
     /// SHUTDOWN NOSAVE (which still fsyncs the AOF) and waits for the process to exit.
     fn shutdown(mut self) {
-        let mut conn = self.connect();
-        let mut buf = Vec::new();
-        encode_command(&mut buf, &["SHUTDOWN", "NOSAVE"]);
-        conn.write_all(&buf).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "redis-server did not stop");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        self.0.shutdown_nosave();
     }
 }
 
@@ -535,9 +476,11 @@ fn corruption_is_refused_by_both() {
     assert!(!check.success, "{}", check.output);
     assert_eq!(check.ok_up_to(&incr_name(AOF, 1)), set_at);
 
-    // redis-server refuses to start rather than cutting the file.
-    let out = Command::new("redis-server")
-        .args(["--port", &free_port().to_string(), "--bind", "127.0.0.1"])
+    // redis-server refuses to start rather than cutting the file. It listens on a socket
+    // in the test's directory only, so it takes no port another test might be using.
+    let out = Command::new(latch_testkit::redis_server_bin())
+        .args(["--port", "0", "--unixsocket"])
+        .arg(tmp.0.join("redis.sock"))
         .arg("--dir")
         .arg(&tmp.0)
         .args(["--appendonly", "yes", "--save", ""])

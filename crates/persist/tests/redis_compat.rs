@@ -12,14 +12,15 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::Command;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use latch_keyspace::stream::{Group, NewId, NodeLimits, Pending, StreamId};
 use latch_keyspace::{SortedSet, Stream, Value};
 use latch_persist::rdb::{dump_payload, restore_payload, Item, Reader, Writer};
+use latch_testkit::Program;
 
 /// A directory removed when dropped.
 struct TempDir(PathBuf);
@@ -45,86 +46,30 @@ impl Drop for TempDir {
     }
 }
 
-/// A running `redis-server`, killed when dropped.
-struct Server {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
+/// A running `redis-server`, started by the testkit (which checks the port is its own) in
+/// the test's directory; killed when dropped.
+struct Server(latch_testkit::Server);
 
 impl Server {
     fn start(dir: &Path, dbfilename: &str) -> Server {
-        // The port is free when asked for; another process could take it before Redis
-        // binds it, which would show up as a failed start.
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let log = dir.join("redis.log");
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .arg("--dir")
-            .arg(dir)
-            .args([
-                "--dbfilename",
-                dbfilename,
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .args(["--enable-debug-command", "yes"])
-            .arg("--logfile")
-            .arg(&log)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed to run these tests");
-        let mut server = Server { child, port, log };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            if let Ok(Some(status)) = server.child.try_wait() {
-                panic!("redis-server exited with {status}:\n{}", server.log_text());
-            }
-            if let Ok(mut conn) = server.try_connect() {
-                if let Reply::Status(pong) = conn.call(&[b"PING"]) {
-                    assert_eq!(pong, "PONG");
-                    return server;
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not start:\n{}",
-                server.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn log_text(&self) -> String {
-        fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn try_connect(&self) -> std::io::Result<Conn> {
-        let stream = TcpStream::connect(("127.0.0.1", self.port))?;
-        stream.set_read_timeout(Some(Duration::from_secs(20)))?;
-        Ok(Conn {
-            reader: BufReader::new(stream.try_clone()?),
-            writer: stream,
-        })
+        let server = latch_testkit::Server::start_in(
+            Program::Redis,
+            dir,
+            &["--dbfilename", dbfilename, "--appendonly", "no"],
+        );
+        server.wait_for_pong();
+        Server(server)
     }
 
     fn connect(&self) -> Conn {
-        self.try_connect().unwrap()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let stream = TcpStream::connect(("127.0.0.1", self.0.port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        Conn {
+            reader: BufReader::new(stream.try_clone().unwrap()),
+            writer: stream,
+        }
     }
 }
 

@@ -46,10 +46,15 @@ pub mod o {
     pub const DENY_LOADING: u16 = 1 << 6;
 }
 
-/// Whether Latch does something with an option, for the README's honest list.
+/// Whether Latch does something with an option: every entry of [`OPTIONS`] says which.
+/// An inert option is still accepted, validated, shown by CONFIG GET and rewritten as Redis
+/// does (so clients and test suites that set it keep working), but setting it to anything
+/// but its default logs a warning, and the README lists it (`tests/inert_options.rs` keeps
+/// the table, its own list and the README's in step).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Effect {
-    /// Latch reads the value and behaves accordingly.
+    /// Latch reads the value and behaves accordingly, which includes refusing at start-up a
+    /// value it cannot honour (`daemonize yes`, `replicaof`).
     Acts,
     /// Accepted, validated, reported and rewritten as Redis does; no behaviour behind it yet.
     Inert,
@@ -206,7 +211,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("daemonize", None, o::IMMUTABLE, Kind::Bool, "no", Effect::Acts),
     opt("io-threads-do-reads", None, o::DEBUG | o::IMMUTABLE, Kind::Bool, "no", Effect::Inert),
     opt("always-show-logo", None, o::IMMUTABLE, Kind::Bool, "no", Effect::Inert),
-    opt("protected-mode", None, 0, Kind::Bool, "yes", Effect::Inert),
+    opt("protected-mode", None, 0, Kind::Bool, "yes", Effect::Acts),
     opt("rdbcompression", None, 0, Kind::Bool, "yes", Effect::Inert),
     opt("rdb-del-sync-files", None, 0, Kind::Bool, "no", Effect::Inert),
     opt("activerehashing", None, 0, Kind::Bool, "yes", Effect::Inert),
@@ -225,7 +230,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("cluster-require-full-coverage", None, 0, Kind::Bool, "yes", Effect::Inert),
     opt("rdb-save-incremental-fsync", None, 0, Kind::Bool, "yes", Effect::Inert),
     opt("aof-load-truncated", None, 0, Kind::Bool, "yes", Effect::Acts),
-    opt("aof-use-rdb-preamble", None, 0, Kind::Bool, "yes", Effect::Acts),
+    opt("aof-use-rdb-preamble", None, 0, Kind::Bool, "yes", Effect::Inert),
     opt("aof-timestamp-enabled", None, 0, Kind::Bool, "no", Effect::Inert),
     opt("cluster-replica-no-failover", Some("cluster-slave-no-failover"), 0, Kind::Bool, "no", Effect::Inert),
     opt("replica-lazy-flush", Some("slave-lazy-flush"), 0, Kind::Bool, "no", Effect::Inert),
@@ -250,7 +255,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("replica-ignore-disk-write-errors", None, 0, Kind::Bool, "no", Effect::Inert),
     opt("aclfile", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: None }, "", Effect::Inert),
     opt("unixsocket", None, o::IMMUTABLE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Acts),
-    opt("pidfile", None, o::IMMUTABLE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Inert),
+    opt("pidfile", None, o::IMMUTABLE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Acts),
     opt("replica-announce-ip", Some("slave-announce-ip"), 0, Kind::Text { empty_is_null: true, check: None }, "", Effect::Inert),
     opt("masteruser", None, o::SENSITIVE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Inert),
     opt("cluster-announce-ip", None, 0, Kind::Text { empty_is_null: true, check: None }, "", Effect::Inert),
@@ -340,7 +345,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("slowlog-log-slower-than", None, 0, Kind::Number { min: -1, max: I64_MAX, unsigned: false, format: Format::Plain }, "10000", Effect::Acts),
     opt("latency-monitor-threshold", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
     opt("proto-max-bulk-len", None, o::DEBUG, Kind::Number { min: 1048576, max: I64_MAX, unsigned: false, format: Format::Memory }, "536870912", Effect::Acts),
-    opt("stream-node-max-entries", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "100", Effect::Inert),
+    opt("stream-node-max-entries", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "100", Effect::Acts),
     opt("repl-backlog-size", None, 0, Kind::Number { min: 1, max: I64_MAX, unsigned: false, format: Format::Memory }, "1048576", Effect::Inert),
     opt("maxmemory", None, 0, Kind::Number { min: 0, max: U64_MAX, unsigned: true, format: Format::Memory }, "0", Effect::Acts),
     opt("cluster-link-sendbuf-limit", None, 0, Kind::Number { min: 0, max: U64_MAX, unsigned: true, format: Format::Memory }, "0", Effect::Inert),
@@ -349,22 +354,22 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("zset-max-listpack-entries", Some("zset-max-ziplist-entries"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "128", Effect::Inert),
     opt("active-defrag-ignore-bytes", None, 0, Kind::Number { min: 1, max: I64_MAX, unsigned: true, format: Format::Memory }, "104857600", Effect::Inert),
     opt("hash-max-listpack-value", Some("hash-max-ziplist-value"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "64", Effect::Inert),
-    opt("stream-node-max-bytes", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "4096", Effect::Inert),
+    opt("stream-node-max-bytes", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "4096", Effect::Acts),
     opt("zset-max-listpack-value", Some("zset-max-ziplist-value"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "64", Effect::Inert),
     opt("hll-sparse-max-bytes", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "3000", Effect::Inert),
     opt("tracking-table-max-keys", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "1000000", Effect::Inert),
     opt("client-query-buffer-limit", None, o::DEBUG, Kind::Number { min: 1048576, max: I64_MAX, unsigned: true, format: Format::Memory }, "1073741824", Effect::Acts),
-    opt("maxmemory-clients", None, 0, Kind::Number { min: -100, max: I64_MAX, unsigned: false, format: Format::MemoryOrPercent }, "0", Effect::Inert),
+    opt("maxmemory-clients", None, 0, Kind::Number { min: -100, max: I64_MAX, unsigned: false, format: Format::MemoryOrPercent }, "0", Effect::Acts),
     opt("repl-backlog-ttl", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "3600", Effect::Inert),
     opt("auto-aof-rewrite-min-size", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Memory }, "67108864", Effect::Acts),
     opt("loading-process-events-interval-bytes", None, o::HIDDEN, Kind::Number { min: 1024, max: I32_MAX, unsigned: false, format: Format::Plain }, "2097152", Effect::Inert),
     opt("dir", None, o::PROTECTED | o::DENY_LOADING, Kind::Special(Special::Dir), "", Effect::Acts),
     opt("save", None, o::MULTI_ARG, Kind::Special(Special::Save), "3600 1 300 100 60 10000", Effect::Acts),
-    opt("client-output-buffer-limit", None, o::MULTI_ARG, Kind::Special(Special::ClientOutputBufferLimit), "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", Effect::Inert),
+    opt("client-output-buffer-limit", None, o::MULTI_ARG, Kind::Special(Special::ClientOutputBufferLimit), "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", Effect::Acts),
     opt("oom-score-adj-values", None, o::MULTI_ARG, Kind::Special(Special::OomScoreAdjValues), "0 200 800", Effect::Inert),
     opt("notify-keyspace-events", None, 0, Kind::Special(Special::NotifyKeyspaceEvents), "", Effect::Inert),
     opt("bind", None, o::MULTI_ARG, Kind::Special(Special::Bind), "127.0.0.1 -::1", Effect::Acts),
-    opt("replicaof", Some("slaveof"), o::IMMUTABLE | o::MULTI_ARG, Kind::Special(Special::ReplicaOf), "", Effect::Inert),
+    opt("replicaof", Some("slaveof"), o::IMMUTABLE | o::MULTI_ARG, Kind::Special(Special::ReplicaOf), "", Effect::Acts),
     opt("latency-tracking-info-percentiles", None, o::MULTI_ARG, Kind::Special(Special::LatencyPercentiles), "50 99 99.9", Effect::Inert),
 ];
 
@@ -1065,6 +1070,27 @@ fn current_dir_text() -> String {
 }
 
 /// The value as CONFIG GET shows it.
+/// The warning an inert option holding `value` deserves: `None` when the option acts or
+/// holds its default (as CONFIG GET would show either). A secret's value is not repeated.
+fn inert_warning(def: &OptionDef, value: &Value) -> Option<String> {
+    if def.effect != Effect::Inert {
+        return None;
+    }
+    let shown = show_value(def, value);
+    if shown == show_value(def, &default_value(def)) {
+        return None;
+    }
+    let shown = if def.has(o::SENSITIVE) {
+        "a value".to_string()
+    } else {
+        format!("'{shown}'")
+    };
+    Some(format!(
+        "option '{}' set to {shown}: accepted for compatibility, but it has no effect in Latch yet",
+        def.name
+    ))
+}
+
 fn show_value(def: &OptionDef, value: &Value) -> String {
     match (def.kind, value) {
         (Kind::Bool, Value::Int(n)) => (if *n != 0 { "yes" } else { "no" }).to_string(),
@@ -1884,6 +1910,17 @@ impl Config {
         }
     }
 
+    /// Logs a warning for each inert option the config file, standard input or command
+    /// line set to something other than its default. Called once, when logging is up.
+    pub fn warn_inert_options(&self) {
+        let values = self.values.read();
+        for (def, value) in OPTIONS.iter().zip(values.iter()) {
+            if let Some(warning) = inert_warning(def, value) {
+                tracing::warn!("{warning}");
+            }
+        }
+    }
+
     /// The keyspace-notification classes as flags (see Redis' notify.c for the bits).
     pub fn notify_keyspace_events(&self) -> i64 {
         self.get_i64("notify-keyspace-events")
@@ -2041,8 +2078,15 @@ impl Config {
                 }
             }
         }
+        let warnings: Vec<String> = chosen
+            .iter()
+            .filter_map(|(index, _, _)| inert_warning(&OPTIONS[*index], &updated[*index]))
+            .collect();
         *values = updated;
         drop(values);
+        for warning in warnings {
+            tracing::warn!("{warning}");
+        }
         if changed
             .iter()
             .any(|&(index, _)| OPTIONS[index].name == "loglevel")

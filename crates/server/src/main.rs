@@ -25,6 +25,24 @@ fn main() {
         }
     };
     let _log_guard = latch_server::config::init_logging(&config);
+    config.warn_inert_options();
+    // As redis-server (which also writes one when it daemonizes, which Latch does not):
+    // the pid file is written when `pidfile` is set, a failure only logged, and removed at
+    // exit (from where it was written, even if CONFIG SET dir moved the server since).
+    let pidfile = match config.write_pidfile() {
+        Ok(()) => config
+            .pidfile()
+            .and_then(|path| std::path::absolute(path).ok()),
+        Err(error) => {
+            tracing::warn!("Failed to write PID file: {error}");
+            None
+        }
+    };
+    let remove_pidfile = || {
+        if let Some(path) = &pidfile {
+            let _ = std::fs::remove_file(path);
+        }
+    };
     // `io-threads` runtime workers, 1 by default as in Redis (whose io-threads default is
     // its one thread). Every worker runs commands, so more workers serve more clients in
     // parallel; but a worker that shares its core with another busy thread (a second worker,
@@ -54,10 +72,13 @@ fn main() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("could not start the runtime: {error}");
+            remove_pidfile();
             std::process::exit(1);
         }
     };
-    if let Err(error) = runtime.block_on(latch_server::run(config)) {
+    let result = runtime.block_on(latch_server::run(config));
+    remove_pidfile();
+    if let Err(error) = result {
         tracing::error!("{error:#}");
         eprintln!("{error:#}");
         std::process::exit(1);

@@ -5,68 +5,34 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::TestServer;
+use latch_testkit::{Program, Server};
 use redis::Commands;
 
-/// A redis-server child, killed on drop.
-struct RedisServer {
-    child: Child,
-    port: u16,
-}
+/// A redis-server started by the testkit (which checks the port is its own), in a
+/// directory the test owns; killed on drop.
+struct RedisServer(Server);
 
 impl RedisServer {
     fn start(dir: &Path, extra: &[&str]) -> RedisServer {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .unwrap();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--dir", dir.to_str().unwrap(), "--save", ""])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed (.ci/run installs it)");
-        let server = RedisServer { child, port };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Ok(mut conn) = server.try_client() {
-                let pong: redis::RedisResult<String> = redis::cmd("PING").query(&mut conn);
-                if pong.is_ok() {
-                    return server;
-                }
-            }
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(30));
-        }
-    }
-
-    fn try_client(&self) -> redis::RedisResult<redis::Connection> {
-        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?.get_connection()
+        let server = Server::start_in(Program::Redis, dir, extra);
+        server.wait_for_pong();
+        RedisServer(server)
     }
 
     fn client(&self) -> redis::Connection {
-        self.try_client().unwrap()
+        redis::Client::open(self.0.url())
+            .and_then(|client| client.get_connection())
+            .unwrap()
     }
 
     /// SHUTDOWN (the AOF synced) and wait for the exit.
     fn shutdown(mut self) {
-        let mut conn = self.client();
-        let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").arg("NOSAVE").query(&mut conn);
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.0.shutdown_nosave();
     }
 }
 

@@ -5,9 +5,10 @@
 //! `redis-server`. Each runs on a free port in a scratch directory, and can be killed,
 //! paused (SIGSTOP) and restarted on the same port over the same files.
 
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -67,6 +68,8 @@ pub struct Server {
     pub dir: PathBuf,
     args: Vec<String>,
     child: Option<Child>,
+    /// Whether dropping the server removes `dir` (not when the caller handed it over).
+    owns_dir: bool,
 }
 
 fn free_port() -> u16 {
@@ -98,15 +101,27 @@ impl Server {
 
     /// Starts `program`, retrying on another port if the first one was taken meanwhile.
     pub fn start(program: Program, extra: &[&str]) -> Server {
+        Server::start_with_dir(program, None, extra)
+    }
+
+    /// Starts `program` in `dir`, an existing directory (whose files it loads), which the
+    /// server leaves in place when dropped: the caller owns it. The log goes to
+    /// `dir/server.log`, as with a scratch directory.
+    pub fn start_in(program: Program, dir: &Path, extra: &[&str]) -> Server {
+        Server::start_with_dir(program, Some(dir), extra)
+    }
+
+    fn start_with_dir(program: Program, dir: Option<&Path>, extra: &[&str]) -> Server {
         let mut last_log = String::new();
         for _ in 0..5 {
             let port = free_port();
             let mut server = Server {
                 program,
                 port,
-                dir: scratch_dir(port),
+                dir: dir.map_or_else(|| scratch_dir(port), Path::to_path_buf),
                 args: extra.iter().map(|s| s.to_string()).collect(),
                 child: None,
+                owns_dir: dir.is_none(),
             };
             if server.spawn_and_wait() {
                 return server;
@@ -177,6 +192,63 @@ impl Server {
         std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
     }
 
+    /// Waits until the server answers PING with PONG (not `-LOADING`): a server listens
+    /// before it has loaded its files. Panics after 20 seconds.
+    pub fn wait_for_pong(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(mut conn) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut reply = [0u8; 7];
+                if conn.write_all(b"PING\r\n").is_ok()
+                    && conn.read_exact(&mut reply).is_ok()
+                    && &reply == b"+PONG\r\n"
+                {
+                    return;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{:?} server never answered PONG:\n{}",
+                self.program,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SHUTDOWN NOSAVE (an AOF is still synced), then waits for the process to exit.
+    /// Panics when it does not within 20 seconds.
+    pub fn shutdown_nosave(&mut self) {
+        let mut conn = TcpStream::connect(("127.0.0.1", self.port)).expect("connect for SHUTDOWN");
+        conn.write_all(b"*2\r\n$8\r\nSHUTDOWN\r\n$6\r\nNOSAVE\r\n")
+            .expect("send SHUTDOWN");
+        let status = self.wait_exit(Duration::from_secs(20));
+        assert!(
+            status.is_some(),
+            "{:?} server did not exit after SHUTDOWN:\n{}",
+            self.program,
+            self.log()
+        );
+    }
+
+    /// Waits up to `timeout` for the process to exit: its status, `None` if it still runs
+    /// (or was not running).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let child = self.child.as_mut()?;
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// SIGKILL: the process dies at once, its files stay.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -216,7 +288,9 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if self.owns_dir {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 

@@ -298,9 +298,10 @@ pub(crate) fn read_stream<R: Read>(input: &mut Input<R>, kind: u8) -> Result<Str
         let entries_read = if kind == types::STREAM_LISTPACKS {
             s.entries_read_at(last_id)
         } else {
-            // Stored as a signed number: -1 means unknown.
+            // Stored as a signed number: -1 means unknown. Any other value is kept, as
+            // Redis keeps it (it checks none), and shown as is.
             let stored = input.read_len()? as i64;
-            (stored >= 0).then_some(stored)
+            (stored != -1).then_some(stored)
         };
         if s.groups.contains_key(&name) {
             return Err(input.corrupt("duplicate consumer group"));

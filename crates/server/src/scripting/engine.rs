@@ -404,10 +404,6 @@ impl Engine {
         self.sandbox.env.clone()
     }
 
-    pub fn script_count(&self) -> usize {
-        self.scripts.len()
-    }
-
     pub fn exists(&self, sha: &[u8]) -> bool {
         self.cached(sha).is_some()
     }

@@ -580,7 +580,8 @@ fn xpending(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         let Some(pending) = group.pending.get(&id) else {
             continue;
         };
-        let idle = now - pending.delivery_ms;
+        // Delivery times come from payloads too (any value): wrapping, as in Redis.
+        let idle = now.wrapping_sub(pending.delivery_ms);
         if range.min_idle_ms != 0 && idle < range.min_idle_ms {
             continue;
         }
@@ -641,7 +642,9 @@ fn claim_one(
     let pending = group.pending.get(&id).map(|p| p.delivery_ms);
     match pending {
         None if !force => return Claimed::Skipped,
-        Some(delivered) if terms.min_idle_ms > 0 && terms.now - delivered < terms.min_idle_ms => {
+        Some(delivered)
+            if terms.min_idle_ms > 0 && terms.now.wrapping_sub(delivered) < terms.min_idle_ms =>
+        {
             return Claimed::Skipped;
         }
         _ => {}

@@ -141,7 +141,7 @@ fn consumers(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.bulk(b"pending");
         ctx.reply.integer(consumer.pending.len() as i64);
         ctx.reply.bulk(b"idle");
-        ctx.reply.integer((now - consumer.seen_ms).max(0));
+        ctx.reply.integer(now.wrapping_sub(consumer.seen_ms).max(0));
     }
 }
 

@@ -1,0 +1,216 @@
+//! The options Latch accepts for compatibility but does not act on yet: the config table
+//! marks each option [`Effect::Acts`] or [`Effect::Inert`], and these tests hold that
+//! marking to the list below (so the list cannot grow or shrink unnoticed), the README's list
+//! to the table, and the server to its promise of a warning when one is set to anything
+//! but its default.
+
+use std::collections::BTreeSet;
+
+use latch_server::config::{Effect, OPTIONS};
+use latch_testkit::Server;
+
+/// Every inert option, by its table name, in alphabetical order.
+const INERT: &str = "
+    acl-pubsub-default aclfile acllog-max-len active-defrag-cycle-max active-defrag-cycle-min
+    active-defrag-ignore-bytes active-defrag-max-scan-fields active-defrag-threshold-lower
+    active-defrag-threshold-upper active-expire-effort activedefrag activerehashing
+    always-show-logo aof-disable-auto-gc aof-rewrite-incremental-fsync aof-timestamp-enabled
+    aof-use-rdb-preamble aof_rewrite_cpulist bgsave_cpulist bind-source-addr bio_cpulist
+    cluster-allow-pubsubshard-when-down cluster-allow-reads-when-down
+    cluster-allow-replica-migration cluster-announce-bus-port cluster-announce-hostname
+    cluster-announce-ip cluster-announce-port cluster-announce-tls-port cluster-config-file
+    cluster-enabled cluster-link-sendbuf-limit cluster-migration-barrier cluster-node-timeout
+    cluster-port cluster-preferred-endpoint-type cluster-replica-no-failover
+    cluster-replica-validity-factor cluster-require-full-coverage crash-log-enabled
+    crash-memcheck-enabled disable-thp dynamic-hz enable-module-command
+    hash-max-listpack-entries hash-max-listpack-value hll-sparse-max-bytes ignore-warnings
+    io-threads-do-reads jemalloc-bg-thread key-load-delay latency-tracking
+    latency-tracking-info-percentiles lazyfree-lazy-eviction lazyfree-lazy-expire
+    lazyfree-lazy-server-del lazyfree-lazy-user-del lazyfree-lazy-user-flush lfu-decay-time
+    lfu-log-factor list-compress-depth list-max-listpack-size
+    loading-process-events-interval-bytes masterauth masteruser maxmemory-eviction-tenacity
+    maxmemory-policy maxmemory-samples no-appendfsync-on-rewrite notify-keyspace-events
+    oom-score-adj oom-score-adj-values proc-title-template propagation-error-behavior
+    rdb-del-sync-files rdb-key-save-delay rdb-save-incremental-fsync rdbchecksum rdbcompression
+    repl-backlog-size repl-backlog-ttl repl-disable-tcp-nodelay repl-diskless-load
+    repl-diskless-sync repl-diskless-sync-delay repl-diskless-sync-max-replicas
+    repl-ping-replica-period repl-timeout replica-announce-ip replica-announce-port
+    replica-announced replica-ignore-disk-write-errors replica-ignore-maxmemory
+    replica-lazy-flush replica-priority replica-read-only replica-serve-stale-data
+    sanitize-dump-payload server_cpulist set-max-intset-entries set-proc-title
+    shutdown-on-sigint shutdown-on-sigterm shutdown-timeout socket-mark-id
+    stop-writes-on-bgsave-error supervised syslog-enabled syslog-facility syslog-ident
+    tcp-backlog tracking-table-max-keys use-exit-on-panic watchdog-period
+    zset-max-listpack-entries zset-max-listpack-value
+";
+
+const BEGIN: &str = "<!-- inert-options:begin (LATCH_UPDATE_README=1 cargo test -p latch-server --test inert_options) -->";
+const END: &str = "<!-- inert-options:end -->";
+/// The line before the block, and the section it ends.
+const LEAD_IN: &str =
+    "Options accepted for compatibility that do nothing yet (a warning is logged when one is set):";
+const SECTION: &str = "## What does not work yet";
+/// The README's block is wrapped at this width.
+const WIDTH: usize = 100;
+
+fn inert_in_table() -> BTreeSet<&'static str> {
+    OPTIONS
+        .iter()
+        .filter(|def| def.effect == Effect::Inert)
+        .map(|def| def.name)
+        .collect()
+}
+
+#[test]
+fn the_table_marks_exactly_the_listed_options_inert() {
+    let listed: Vec<&str> = INERT.split_whitespace().collect();
+    let mut sorted = listed.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(listed, sorted, "keep INERT sorted and without repeats");
+    let listed: BTreeSet<&str> = listed.into_iter().collect();
+    let known: BTreeSet<&str> = OPTIONS.iter().map(|def| def.name).collect();
+    let unknown: Vec<&&str> = listed.difference(&known).collect();
+    assert!(unknown.is_empty(), "not options: {unknown:?}");
+    let table = inert_in_table();
+    let now_inert: Vec<&&str> = table.difference(&listed).collect();
+    let now_acting: Vec<&&str> = listed.difference(&table).collect();
+    assert!(
+        now_inert.is_empty() && now_acting.is_empty(),
+        "the table marks inert, but INERT lacks: {now_inert:?}; INERT lists, but the table \
+         marks as acting: {now_acting:?}"
+    );
+}
+
+/// The README's block: the names backquoted, comma-separated, wrapped.
+fn render() -> String {
+    let mut lines: Vec<String> = vec![String::new()];
+    let table = inert_in_table();
+    let count = table.len();
+    for (i, name) in table.into_iter().enumerate() {
+        let word = if i + 1 == count {
+            format!("`{name}`.")
+        } else {
+            format!("`{name}`,")
+        };
+        let line = lines.last_mut().expect("a line");
+        if line.is_empty() {
+            line.push_str(&word);
+        } else if line.len() + 1 + word.len() <= WIDTH {
+            line.push(' ');
+            line.push_str(&word);
+        } else {
+            lines.push(word);
+        }
+    }
+    lines.join("\n")
+}
+
+/// The README with the block (and its markers and lead-in, when missing: they go at the end
+/// of the "What does not work yet" section) holding `block`.
+fn with_block(readme: &str, block: &str) -> String {
+    if let (Some(begin), Some(end)) = (readme.find(BEGIN), readme.find(END)) {
+        let start = begin + BEGIN.len();
+        return format!("{}\n{block}\n{}", &readme[..start], &readme[end..]);
+    }
+    let section = readme.find(SECTION).expect("README has the section");
+    let after = section + SECTION.len();
+    let end = readme[after..]
+        .find("\n## ")
+        .map_or(readme.len(), |at| after + at + 1);
+    let body = readme[..end].trim_end();
+    format!(
+        "{body}\n\n{LEAD_IN}\n{BEGIN}\n{block}\n{END}\n\n{}",
+        &readme[end..]
+    )
+}
+
+#[test]
+fn the_readme_lists_exactly_the_inert_options() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
+    let readme = std::fs::read_to_string(path).expect("README.md");
+    let expected = with_block(&readme, &render());
+    if std::env::var_os("LATCH_UPDATE_README").is_some() {
+        std::fs::write(path, &expected).expect("write README.md");
+        return;
+    }
+    let lead_in = format!("{LEAD_IN}\n{BEGIN}");
+    assert!(
+        readme.contains(&lead_in),
+        "README lacks the inert-option list and its lead-in; run \
+         LATCH_UPDATE_README=1 cargo test -p latch-server --test inert_options"
+    );
+    assert!(
+        readme == expected,
+        "README's inert-option list differs from the config table; run \
+         LATCH_UPDATE_README=1 cargo test -p latch-server --test inert_options, or put \
+         between the markers:\n\n{}",
+        render()
+    );
+}
+
+fn config_set(server: &Server, name: &str, value: &str) {
+    let mut conn = redis::Client::open(server.url())
+        .and_then(|client| client.get_connection())
+        .expect("connect");
+    let reply: String = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg(name)
+        .arg(value)
+        .query(&mut conn)
+        .expect("CONFIG SET");
+    assert_eq!(reply, "OK");
+}
+
+fn warned(log: &str, option: &str) -> bool {
+    log.lines().any(|line| {
+        line.contains("WARN")
+            && line.contains(&format!("option '{option}' set to"))
+            && line.contains("no effect in Latch yet")
+    })
+}
+
+#[test]
+fn setting_an_inert_option_logs_a_warning_and_a_default_does_not() {
+    let server = Server::latch(&[
+        // Inert, not at its default: warned of.
+        "--maxmemory-policy",
+        "allkeys-lru",
+        // Inert and secret: warned of without its value.
+        "--masterauth",
+        "hunter2",
+        // Inert, at its default (written another way): no warning.
+        "--lfu-log-factor",
+        "10",
+        "--hash-max-listpack-value",
+        "64b",
+        // Acting: no warning.
+        "--stream-node-max-entries",
+        "5",
+    ]);
+    let log = server.log();
+    assert!(warned(&log, "maxmemory-policy"), "{log}");
+    assert!(
+        log.contains("'maxmemory-policy' set to 'allkeys-lru'"),
+        "{log}"
+    );
+    assert!(warned(&log, "masterauth"), "{log}");
+    assert!(!log.contains("hunter2"), "{log}");
+    for quiet in [
+        "lfu-log-factor",
+        "hash-max-listpack-value",
+        "stream-node-max-entries",
+    ] {
+        assert!(!log.contains(quiet), "{quiet}: {log}");
+    }
+
+    // CONFIG SET: the same, each time it is set.
+    config_set(&server, "activerehashing", "no");
+    config_set(&server, "lazyfree-lazy-expire", "no");
+    config_set(&server, "hz", "20");
+    let log = server.log();
+    assert!(warned(&log, "activerehashing"), "{log}");
+    for quiet in ["lazyfree-lazy-expire", "'hz'"] {
+        assert!(!log.contains(quiet), "{quiet}: {log}");
+    }
+}
