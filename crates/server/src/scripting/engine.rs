@@ -340,7 +340,7 @@ fn install_host_functions(
 
 impl Engine {
     pub fn new(run: Arc<RunState>, role: VmRole) -> Engine {
-        let (lua, sandbox) = match sandbox::build(log_from_script) {
+        let (lua, sandbox) = match sandbox::build(log_from_script, role == VmRole::Eval) {
             Ok(built) => built,
             Err(error) => panic!("the Lua VM could not be set up: {error}"),
         };

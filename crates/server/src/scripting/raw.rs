@@ -245,6 +245,57 @@ unsafe fn string_at<'a>(state: *mut ffi::lua_State, index: c_int) -> &'a [u8] {
     std::slice::from_raw_parts(text.cast::<u8>(), len)
 }
 
+/// A C closure of `function` with `upvalues` (light userdata, booleans, tables, functions:
+/// values whose push allocates nothing). The closure itself is made inside a protected call
+/// (mlua makes the maker protected), so even an error of the collector while it is allocated
+/// comes back as an `Err`.
+#[allow(unsafe_code)]
+pub(super) fn c_closure(
+    lua: &Lua,
+    function: ffi::lua_CFunction,
+    upvalues: &[Value],
+) -> mlua::Result<Function> {
+    /// Makes `closure(upvalues...)` from its arguments: a pointer to the C function, then
+    /// the upvalues.
+    unsafe extern "C-unwind" fn make(state: *mut ffi::lua_State) -> c_int {
+        // SAFETY: argument 1 is the pointer `c_closure` passed, to a function pointer that
+        // lives on its stack until the protected call returns.
+        let function = *(ffi::lua_touserdata(state, 1) as *const ffi::lua_CFunction);
+        let count = ffi::lua_gettop(state) - 1;
+        ffi::lua_pushcclosure(state, function, count);
+        1
+    }
+    // SAFETY: `make` is a C function of the signature Lua expects.
+    let maker = unsafe { lua.create_c_function(make)? };
+    let count = c_int::try_from(upvalues.len()).map_err(|_| mlua::Error::StackError)?;
+    lua.exec_raw_lua(|raw| {
+        // SAFETY: the stack is checked first, and put back by `Restore`; the pushes are of
+        // existing values (nothing is allocated); `lua_pcall` catches any error of `make`.
+        unsafe {
+            let state = raw.state();
+            let _restore = Restore(state, ffi::lua_gettop(state));
+            if ffi::lua_checkstack(state, count + 3) == 0 {
+                return Err(mlua::Error::StackError);
+            }
+            raw.push(&maker)?;
+            ffi::lua_pushlightuserdata(
+                state,
+                (&function as *const ffi::lua_CFunction).cast_mut().cast(),
+            );
+            for value in upvalues {
+                raw.push(value)?;
+            }
+            if ffi::lua_pcall(state, count + 1, 1, 0) != 0 {
+                let message = raw.pop::<Value>()?;
+                return Err(mlua::Error::RuntimeError(format!(
+                    "could not make a C closure: {message:?}"
+                )));
+            }
+            raw.pop::<Function>()
+        }
+    })
+}
+
 /// Makes `redis.call` (`pcall` false) or `redis.pcall` for the runs of `active`. Outside a
 /// run they call `idle` (which raises Redis' "only inside a script" error).
 #[allow(unsafe_code)]
