@@ -162,27 +162,42 @@ pub fn plain_message(error: &mlua::Error) -> String {
 /// Redis' `luaPushErrorBuff`: "-CODE message" keeps its code, anything else gets "ERR";
 /// CR and LF are trimmed from both ends of the message.
 pub fn error_text(text: &[u8]) -> Vec<u8> {
-    let (code, message): (&[u8], &[u8]) = match text.strip_prefix(b"-") {
-        Some(rest) => match rest.iter().position(|&b| b == b' ') {
-            Some(space) => (&rest[..space], &rest[space + 1..]),
-            None => (b"ERR", rest),
-        },
-        None => (b"ERR", text),
-    };
+    let (code, message) = error_parts(text);
+    let mut out = Vec::with_capacity(code.len() + 1 + message.len());
+    out.extend_from_slice(code);
+    out.push(b' ');
+    out.extend_from_slice(message);
+    out
+}
+
+/// The code and the message [`error_text`] joins with a space (borrowed from `text`).
+pub fn error_parts(text: &[u8]) -> (&[u8], &[u8]) {
+    match text.strip_prefix(b"-") {
+        Some(rest) => reply_error_parts(rest),
+        None => (b"ERR", trim_newlines(text)),
+    }
+}
+
+/// The code and the message of an error reply's line (which starts with its code, after
+/// the dash): what [`error_text`] gives for the line with its dash.
+pub fn reply_error_parts(line: &[u8]) -> (&[u8], &[u8]) {
+    match line.iter().position(|&b| b == b' ') {
+        Some(space) => (&line[..space], trim_newlines(&line[space + 1..])),
+        None => (b"ERR", trim_newlines(line)),
+    }
+}
+
+fn trim_newlines(text: &[u8]) -> &[u8] {
     let is_newline = |b: &u8| *b == b'\r' || *b == b'\n';
-    let start = message
+    let start = text
         .iter()
         .position(|b| !is_newline(b))
-        .unwrap_or(message.len());
-    let end = message
+        .unwrap_or(text.len());
+    let end = text
         .iter()
         .rposition(|b| !is_newline(b))
         .map_or(start, |i| i + 1);
-    let mut out = Vec::with_capacity(code.len() + 1 + end - start);
-    out.extend_from_slice(code);
-    out.push(b' ');
-    out.extend_from_slice(&message[start..end]);
-    out
+    &text[start..end]
 }
 
 fn error_text_lua(lua: &Lua, text: mlua::LuaString) -> mlua::Result<mlua::LuaString> {
