@@ -206,3 +206,138 @@ fn globals_libraries_and_the_string_metatable_stay_read_only() {
     .unwrap();
     assert_eq!(plain, [1, 5, 1, 1]);
 }
+
+/// The peak resident memory of a process, in KiB (`VmHWM`).
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Values whose reply or encoding never ends (a table that contains itself) or is out of
+/// all proportion to what the script holds (shared subtables, a repeated string, a sparse
+/// array made dense): each gets a single error, in well under a second even in a debug
+/// build, and the server neither stops nor grows.
+#[test]
+fn endless_and_enormous_values_get_one_error_and_leave_the_server_as_it_was() {
+    let server = TestServer::start(&[]);
+    let mut conn = server.raw();
+    let dag = "local a = {} for i = 1, 40 do a = {a, a} end";
+    let wide = "local a = {} for i = 1, 40 do a = {a, a, a, a, a, a, a, a} end";
+    let keyed = "local a = {} for i = 1, 40 do a = {x = a, y = a} end";
+    let mapped = "local a = {} for i = 1, 40 do a = {map = {x = a, y = a}} end";
+    let looped = "local t = {} t[1] = t t[2] = t";
+    let many = "local t = {} for i = 1, 100 do t[i] = t end";
+    let strings = "local s = string.rep('x', 1000000) local t = {} for i = 1, 1000 do t[i] = s end";
+    let reply_too_large = "-ERR reply exceeds the maximum size a script may return (512 MB)\r\n";
+    let cases = [
+        (
+            format!("{looped} return t"),
+            "-ERR reached lua stack limit\r\n",
+        ),
+        (
+            format!("{many} return t"),
+            "-ERR reached lua stack limit\r\n",
+        ),
+        (format!("{dag} return a"), reply_too_large),
+        (format!("{mapped} return a"), reply_too_large),
+        (format!("{strings} return t"), reply_too_large),
+        (
+            format!("{looped} return cjson.encode(t)"),
+            "Cannot serialise, excessive nesting (1001)",
+        ),
+        (
+            format!("{dag} return cjson.encode(a)"),
+            "Cannot serialise, output exceeds 512 MB",
+        ),
+        (
+            format!("{keyed} return cjson.encode(a)"),
+            "Cannot serialise, output exceeds 512 MB",
+        ),
+        (
+            format!("{strings} return cjson.encode(t)"),
+            "Cannot serialise, output exceeds 512 MB",
+        ),
+        (
+            "local json = cjson.new() json.encode_sparse_array(false, 0) \
+             return json.encode({[1e9] = 1})"
+                .to_string(),
+            "Cannot serialise, output exceeds 512 MB",
+        ),
+        (
+            format!("{wide} return cmsgpack.pack(a)"),
+            "MessagePack pack output exceeds 512 MB",
+        ),
+        (
+            format!("{many} return cmsgpack.pack(t)"),
+            "MessagePack pack output exceeds 512 MB",
+        ),
+        (
+            format!("{strings} return cmsgpack.pack(t)"),
+            "MessagePack pack output exceeds 512 MB",
+        ),
+    ];
+    for (script, expected) in &cases {
+        let started = std::time::Instant::now();
+        conn.send(&common::encode(&[b"EVAL", script.as_bytes(), b"0"]));
+        let line = common::read_line(&mut conn);
+        let took = started.elapsed();
+        if expected.starts_with('-') {
+            // The whole reply is the error: nothing of the value was sent before it.
+            assert_eq!(line, *expected, "{script}");
+        } else {
+            assert!(
+                line.starts_with("-ERR ") && line.contains(expected),
+                "{script}: {line}"
+            );
+        }
+        assert!(took.as_secs() < 5, "{script}: {took:?}");
+        common::check(&mut conn, "PING", "+PONG\r\n");
+    }
+    // Values of the same shapes but within bounds still go out whole.
+    let small_dag = "local a = {} for i = 1, 10 do a = {a, a} end";
+    let mut client = server.client();
+    let encoded: String =
+        eval(&mut client, &format!("{small_dag} return cjson.encode(a)")).unwrap();
+    assert_eq!(encoded.matches("{}").count(), 1024);
+    let packed: i64 = eval(
+        &mut client,
+        &format!("{small_dag} return #cmsgpack.pack(a)"),
+    )
+    .unwrap();
+    assert_eq!(packed, 2047);
+    let reply: redis::Value = eval(&mut client, &format!("{small_dag} return a")).unwrap();
+    fn leaves(value: &redis::Value) -> usize {
+        match value {
+            redis::Value::Array(items) if items.is_empty() => 1,
+            redis::Value::Array(items) => items.iter().map(leaves).sum(),
+            _ => 0,
+        }
+    }
+    assert_eq!(leaves(&reply), 1024);
+    // Wide and deep values within the bounds go out whole: every item of a table wider
+    // than mlua's 8000 references (once cut short at 7976), a nesting of 1000.
+    let wide: Vec<String> = eval(
+        &mut client,
+        "local t = {} for i = 1, 20000 do t[i] = 'v' .. i end return t",
+    )
+    .unwrap();
+    assert_eq!(wide.len(), 20000);
+    assert_eq!(wide[19999], "v20000");
+    let map: Vec<String> = eval(
+        &mut client,
+        "local m = {} for i = 1, 10000 do m['k' .. i] = 'v' .. i end return {map = m}",
+    )
+    .unwrap();
+    assert_eq!(map.len(), 20000);
+    let deep = "local t = {'bottom'} for i = 1, 999 do t = {t} end return t";
+    let expected = format!("{}$6\r\nbottom\r\n", "*1\r\n".repeat(1000));
+    conn.expect(&[b"EVAL", deep.as_bytes(), b"0"], expected.as_bytes());
+    // Nothing ballooned: the server's peak resident size stays far below the 512 MB any
+    // of these would have reached.
+    let peak = peak_rss_kib(server.pid());
+    assert!(peak < 256 * 1024, "peak RSS {peak} KiB");
+}

@@ -626,10 +626,10 @@ impl Engine {
         let resp = self.active.resp.load(Ordering::Relaxed);
         match outcome {
             Ok(Ran::Nil) => ctx.reply.null(),
-            Ok(Ran::Boolean(b)) => lua_to_reply(&Value::Boolean(b), ctx.reply, resp),
-            Ok(Ran::Number(n)) => lua_to_reply(&Value::Number(n), ctx.reply, resp),
+            Ok(Ran::Boolean(b)) => lua_to_reply(&self.lua, &Value::Boolean(b), ctx.reply, resp),
+            Ok(Ran::Number(n)) => lua_to_reply(&self.lua, &Value::Number(n), ctx.reply, resp),
             Ok(Ran::String(text)) => ctx.reply.bulk(&text),
-            Ok(Ran::Table(value)) => lua_to_reply(&value, ctx.reply, resp),
+            Ok(Ran::Table(value)) => lua_to_reply(&self.lua, &value, ctx.reply, resp),
             Ok(Ran::Failed(value)) => self.reply_with(ctx, value, options.name),
             Err(error) => {
                 let message = sandbox::plain_message(&error);
