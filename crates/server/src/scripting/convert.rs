@@ -13,7 +13,7 @@
 use latch_protocol::Reply;
 use mlua::{Function, Lua, LuaString, Table, Value};
 
-use super::bound::{Budget, Memo, TooLarge, MEASURE_DEPTH};
+use super::bound::{Budget, Memo, TooLarge, MAX_OUTPUT, MEASURE_DEPTH};
 
 /// Deepest nesting of tables a reply may have (a table that contains itself would
 /// otherwise never end). Redis' bound is the Lua stack (its error, "reached lua stack
@@ -62,6 +62,7 @@ pub fn lua_to_reply(lua: &Lua, value: &Value, reply: &mut Reply, script_resp: u8
     let start = reply.len();
     let mut writer = Writer {
         lua,
+        written: std::collections::HashMap::new(),
         next: None,
         reply,
         start,
@@ -121,8 +122,61 @@ enum Open {
     },
 }
 
+/// What [`Writer::open`] did with a table.
+enum Opened {
+    /// Wrote it whole (an error when `error`).
+    Whole { error: bool },
+    /// Wrote its header; its items are to be walked.
+    Items(Open),
+}
+
+/// A table whose reply was written whole: where it is in the reply, how many levels below
+/// it the walk went, and whether it holds an error (whose statistics a copy would miss).
+/// Met again where it still fits under [`MAX_DEPTH`], its reply is the same bytes (nothing
+/// runs during the walk that could change a table), which are copied: a table of shared
+/// subtables then costs what its reply is, not a walk of every branch.
+#[derive(Clone, Copy)]
+struct Written {
+    start: usize,
+    end: usize,
+    depth_below: usize,
+    errors: bool,
+}
+
+impl Written {
+    fn leaf(start: usize, end: usize, errors: bool) -> Written {
+        Written {
+            start,
+            end,
+            depth_below: 0,
+            errors,
+        }
+    }
+}
+
+/// An open table's [`Written`] in the making.
+struct Mark {
+    table: *const std::ffi::c_void,
+    start: usize,
+    depth_below: usize,
+    errors: bool,
+}
+
+impl Mark {
+    /// A value below the innermost open table was written, whose walk went `depth_below`
+    /// levels below it.
+    fn child(marks: &mut [Mark], depth_below: usize, errors: bool) {
+        if let Some(mark) = marks.last_mut() {
+            mark.depth_below = mark.depth_below.max(depth_below + 1);
+            mark.errors |= errors;
+        }
+    }
+}
+
 struct Writer<'a> {
     lua: &'a Lua,
+    /// The tables written whole so far.
+    written: std::collections::HashMap<*const std::ffi::c_void, Written>,
     /// Lua's own `next`, to walk maps and sets one entry at a time (got when first needed).
     next: Option<Function>,
     reply: &'a mut Reply,
@@ -136,16 +190,47 @@ struct Writer<'a> {
 impl Writer<'_> {
     fn write(&mut self) -> Result<(), Abort> {
         let mut stack: Vec<Open> = Vec::new();
+        // Beside each open table: where its reply starts and how far below it the walk went.
+        let mut marks: Vec<Mark> = Vec::new();
         let mut pending = Some(self.root.clone());
         loop {
             if let Some(value) = pending.take() {
-                if stack.len() > MAX_DEPTH {
+                let depth = stack.len();
+                if depth > MAX_DEPTH {
                     return Err(Abort::Depth);
                 }
-                if write_scalar(&value, self.reply, self.resp).is_none() {
-                    if let Value::Table(table) = value {
-                        if let Some(open) = self.open(table)? {
-                            stack.push(open);
+                if write_scalar(&value, self.reply, self.resp).is_some() {
+                    Mark::child(&mut marks, 0, false);
+                } else if let Value::Table(table) = value {
+                    let pointer = table.to_pointer();
+                    let copied = match self.written.get(&pointer) {
+                        Some(&done) if !done.errors && depth + done.depth_below <= MAX_DEPTH => {
+                            self.copy(done.start, done.end)?;
+                            Some(done.depth_below)
+                        }
+                        _ => None,
+                    };
+                    match copied {
+                        Some(depth_below) => Mark::child(&mut marks, depth_below, false),
+                        None => {
+                            let start = self.reply.len();
+                            match self.open(table)? {
+                                Opened::Items(open) => {
+                                    stack.push(open);
+                                    marks.push(Mark {
+                                        table: pointer,
+                                        start,
+                                        depth_below: 0,
+                                        errors: false,
+                                    });
+                                }
+                                Opened::Whole { error } => {
+                                    let end = self.reply.len();
+                                    self.written
+                                        .insert(pointer, Written::leaf(start, end, error));
+                                    Mark::child(&mut marks, 0, error);
+                                }
+                            }
                         }
                     }
                 }
@@ -187,12 +272,41 @@ impl Writer<'_> {
             };
             if pending.is_none() {
                 stack.pop();
+                if let Some(mark) = marks.pop() {
+                    let done = Written {
+                        start: mark.start,
+                        end: self.reply.len(),
+                        depth_below: mark.depth_below,
+                        errors: mark.errors,
+                    };
+                    self.written.insert(mark.table, done);
+                    Mark::child(&mut marks, mark.depth_below, mark.errors);
+                }
             }
         }
     }
 
+    /// Appends the reply's bytes `start..end` again (a table written before), if that keeps
+    /// it within the bound.
+    fn copy(&mut self, start: usize, end: usize) -> Result<(), Abort> {
+        if (self.reply.len() - self.start).saturating_add(end - start) > MAX_OUTPUT {
+            return Err(Abort::TooLarge);
+        }
+        let buffer = self.reply.buffer();
+        buffer.reserve(end - start);
+        let mut at = start;
+        let mut piece = [0u8; 4096];
+        while at < end {
+            let len = piece.len().min(end - at);
+            piece[..len].copy_from_slice(&buffer[at..at + len]);
+            buffer.extend_from_slice(&piece[..len]);
+            at += len;
+        }
+        Ok(())
+    }
+
     /// Writes what a table is (or the header of its items, whose walk it returns).
-    fn open(&mut self, table: Table) -> Result<Option<Open>, Abort> {
+    fn open(&mut self, table: Table) -> Result<Opened, Abort> {
         let reply = &mut *self.reply;
         Ok(match shape(&table) {
             Shape::Error => {
@@ -203,29 +317,29 @@ impl Writer<'_> {
                 } else {
                     reply.error(&message);
                 }
-                None
+                Opened::Whole { error: true }
             }
             Shape::Status(text) => {
                 reply.simple(&one_line(&text.as_bytes()));
-                None
+                Opened::Whole { error: false }
             }
             Shape::Double(d) => {
                 reply.double(d);
-                None
+                Opened::Whole { error: false }
             }
             Shape::BigNumber(digits) => {
                 reply.big_number(&one_line(&digits.as_bytes()));
-                None
+                Opened::Whole { error: false }
             }
             Shape::Verbatim(format, text) => {
                 reply.verbatim(&format, &text.as_bytes());
-                None
+                Opened::Whole { error: false }
             }
             // The entries are counted for the header, then read one at a time as they are
             // written.
             Shape::Map(map) => {
                 reply.map(count_pairs(&map)?);
-                Some(Open::Map {
+                Opened::Items(Open::Map {
                     table: map,
                     key: Value::Nil,
                     value: None,
@@ -233,7 +347,7 @@ impl Writer<'_> {
             }
             Shape::Set(set) => {
                 reply.set(count_pairs(&set)?);
-                Some(Open::Set {
+                Opened::Items(Open::Set {
                     table: set,
                     key: Value::Nil,
                 })
@@ -241,7 +355,7 @@ impl Writer<'_> {
             Shape::Array => {
                 let len = array_len(&table)?;
                 reply.array(len);
-                Some(Open::Array {
+                Opened::Items(Open::Array {
                     table,
                     next: 1,
                     len,
@@ -491,5 +605,56 @@ mod tests {
                  -ERR reply exceeds the maximum size a script may return (512 MB)\r\n"
             );
         }
+    }
+
+    #[test]
+    fn shared_tables_are_copied_as_the_walk_writes_them() {
+        let lua = Lua::new();
+        lua.load(
+            "function clone(t)
+               if type(t) ~= 'table' then return t end
+               local c = {} for k, v in pairs(t) do c[k] = clone(v) end return c
+             end
+             function shared()
+               local a = {'leaf', 1, true, {ok = 'fine'}, {double = 2.5}, {err = 'ERR e'}}
+               for i = 1, 8 do a = {a, {a, 'x'}, {map = {k = a}}, {set = {m = true}}} end
+               return a
+             end
+             function clean()
+               local a = {'leaf'} for i = 1, 10 do a = {a, {a, i}} end return a
+             end",
+        )
+        .exec()
+        .unwrap();
+        for (code, errors) in [("shared()", 3u64.pow(8)), ("clean()", 0)] {
+            for resp in [Resp::V2, Resp::V3] {
+                let mut copied = Reply::new(resp);
+                let value: Value = lua.load(format!("return {code}")).eval().unwrap();
+                lua_to_reply(&lua, &value, &mut copied, 3);
+                let mut walked = Reply::new(resp);
+                let value: Value = lua.load(format!("return clone({code})")).eval().unwrap();
+                lua_to_reply(&lua, &value, &mut walked, 3);
+                assert_eq!(copied.buffer(), walked.buffer(), "{code} {resp:?}");
+                // Tables holding an error are walked, so each error is counted.
+                assert_eq!(copied.error_count(), errors, "{code}");
+                assert_eq!(walked.error_count(), errors, "{code}");
+            }
+        }
+        // Copies stay within the depth limit: a table met again deeper is walked (and fails
+        // where the walk fails).
+        let ends = |code: &str| {
+            let value: Value = lua.load(code).eval().unwrap();
+            let mut reply = Reply::new(Resp::V2);
+            lua_to_reply(&lua, &value, &mut reply, 2);
+            let text = String::from_utf8_lossy(reply.buffer()).into_owned();
+            text[text.len().saturating_sub(30)..].to_string()
+        };
+        let deep = "local a = {1} for i = 1, 997 do a = {a} end";
+        assert!(ends(&format!("{deep} return {{a, {{a}}}}")).ends_with(":1\r\n"));
+        let deeper = "local a = {1} for i = 1, 998 do a = {a} end";
+        assert_eq!(
+            ends(&format!("{deeper} return {{a, {{a}}}}")),
+            "-ERR reached lua stack limit\r\n"
+        );
     }
 }
