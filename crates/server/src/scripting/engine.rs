@@ -155,8 +155,8 @@ pub struct Engine {
     run: Arc<RunState>,
     /// The run in progress, for the host functions.
     active: Arc<ActiveRun>,
-    /// The KEYS and ARGV tables EVAL runs fill again.
-    lists: raw::ReusedLists,
+    /// What runs need of the VM (the KEYS and ARGV tables EVAL runs fill again).
+    runner: raw::Runner,
     /// The VM's size after the last cycle the engine finished.
     gc_floor: usize,
     /// Lua's `collectgarbage`, to finish a cycle (mlua offers a full collection, which
@@ -308,12 +308,11 @@ fn install_host_functions(
     active: &Arc<ActiveRun>,
     idle_call: &Function,
 ) -> mlua::Result<()> {
-    for (pcall, name) in [(false, "call"), (true, "pcall")] {
-        // C functions, not Lua wrappers: a `return redis.call(...)` must keep the
-        // script's frame (a Lua tail call would drop it) so errors name the right line.
-        let function = raw::host_function(lua, active, pcall, idle_call)?;
-        redis.raw_set(name, function)?;
-    }
+    // C functions, not Lua wrappers: a `return redis.call(...)` must keep the script's
+    // frame (a Lua tail call would drop it) so errors name the right line.
+    let (call, pcall) = raw::host_functions(lua, active, idle_call)?;
+    redis.raw_set("call", call)?;
+    redis.raw_set("pcall", pcall)?;
     // `redis.setresp` (after its checks, in the prelude) and the "only inside a script"
     // checks of the prelude's functions.
     let resp_of = Arc::clone(active);
@@ -340,7 +339,7 @@ fn install_host_functions(
 
 impl Engine {
     pub fn new(run: Arc<RunState>, role: VmRole) -> Engine {
-        let (lua, sandbox) = match sandbox::build(log_from_script) {
+        let (lua, sandbox) = match sandbox::build(log_from_script, role == VmRole::Eval) {
             Ok(built) => built,
             Err(error) => panic!("the Lua VM could not be set up: {error}"),
         };
@@ -372,6 +371,10 @@ impl Engine {
         {
             panic!("the Lua VM could not be set up: {error}");
         }
+        let runner = match raw::Runner::new(&lua) {
+            Ok(runner) => runner,
+            Err(error) => panic!("the Lua VM could not be set up: {error}"),
+        };
         let collect = sandbox.safe.raw_get::<Function>("collectgarbage").ok();
         // Lua's default pause (a cycle starts once memory doubles), as in Redis; the engine
         // finishes cycles itself after GC_BUDGET of garbage (see `call`). A pause of 100 (a
@@ -387,7 +390,7 @@ impl Engine {
             lua,
             sandbox,
             active,
-            lists: raw::ReusedLists::default(),
+            runner,
             scripts: HashMap::default(),
             scripts_bytes: 0,
             run,
@@ -619,10 +622,10 @@ impl Engine {
         let resp = self.active.resp.load(Ordering::Relaxed);
         match outcome {
             Ok(Ran::Nil) => ctx.reply.null(),
-            Ok(Ran::Boolean(b)) => lua_to_reply(&Value::Boolean(b), ctx.reply, resp),
-            Ok(Ran::Number(n)) => lua_to_reply(&Value::Number(n), ctx.reply, resp),
+            Ok(Ran::Boolean(b)) => lua_to_reply(&self.lua, &Value::Boolean(b), ctx.reply, resp),
+            Ok(Ran::Number(n)) => lua_to_reply(&self.lua, &Value::Number(n), ctx.reply, resp),
             Ok(Ran::String(text)) => ctx.reply.bulk(&text),
-            Ok(Ran::Table(value)) => lua_to_reply(&value, ctx.reply, resp),
+            Ok(Ran::Table(value)) => lua_to_reply(&self.lua, &value, ctx.reply, resp),
             Ok(Ran::Failed(value)) => self.reply_with(ctx, value, options.name),
             Err(error) => {
                 let message = sandbox::plain_message(&error);
@@ -699,14 +702,12 @@ impl Engine {
         let ran = {
             let _active = active.enter(&mut dispatch);
             let inputs = if eval {
-                raw::Inputs::Globals {
-                    globals: &self.sandbox.safe,
-                    lists: &mut self.lists,
-                }
+                raw::Inputs::Globals(&self.sandbox.safe)
             } else {
                 raw::Inputs::Arguments
             };
-            raw::run(lua, &self.sandbox.handler, function, inputs, keys, args)
+            let handler = &self.sandbox.handler;
+            raw::run(lua, &mut self.runner, handler, function, inputs, keys, args)
         };
         active.resume_panic();
         ran

@@ -11,6 +11,8 @@
 //! has run longer than `busy-reply-threshold`, get `BUSY` at once, except the few commands
 //! Redis allows then (SCRIPT KILL, SHUTDOWN NOSAVE...).
 
+mod bound;
+mod builtins;
 pub mod convert;
 pub mod engine;
 pub mod functions;

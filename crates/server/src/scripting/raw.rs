@@ -10,27 +10,43 @@
 //! 11,953 after this file and the engine's collector budget (redis-server: 16,092).
 //!
 //! Why the raw calls here are sound:
-//! - The VM's allocator (mlua's, with no memory limit set) aborts the process when an
-//!   allocation fails, so the pushes below (strings, tables) never raise a Lua error: no
-//!   `longjmp` can cross a Rust frame that still owns something. `lua_checkstack`
-//!   reports a full stack instead of raising; tables are filled with `lua_rawset`,
-//!   which runs no metamethod, and never with a nil key.
-//! - The only raising calls are `lua_error` and `lua_call` in [`host_call`], made when
+//! - In Lua 5.1 any call that allocates (a string, a table, a closure, a bigger stack) may
+//!   run the collector, which runs `__gc` finalizers, and a finalizer's error, or a failed
+//!   allocation, is raised from there as a `longjmp`. So every push that allocates happens
+//!   inside a protected call, in a C function whose frames own nothing with a destructor:
+//!   [`start`] fills KEYS and ARGV (or the arguments of a function) and calls the script,
+//!   all under the run's `lua_pcall`; [`push_value`] pushes a command's reply under a
+//!   `lua_pcall` of its own, made by [`serve`], which owns the reply and the decoded
+//!   `Frame` and drops them normally whatever the push did. An error there becomes an
+//!   ordinary script error (raised to the script by [`host_call`]); no Rust destructor is
+//!   skipped. Both C functions are made once per VM ([`c_closure`], itself protected) and
+//!   take their data through a light userdata pointing to a Rust value that outlives the
+//!   protected call.
+//! - What runs outside a protected call allocates no Lua object: pushes of existing
+//!   values (mlua's references, light userdata, booleans, numbers, nil), `lua_next`
+//!   over keys it returned, `lua_getmetatable`, `lua_settop`. `lua_checkstack` reports a
+//!   full stack instead of raising; growing the stack runs no collector, and its
+//!   allocation cannot fail with a Lua error (mlua's allocator, with no memory limit set,
+//!   aborts the process instead). Tables are filled with `lua_rawset`/`lua_rawseti`, which
+//!   run no metamethod, and never with a nil key.
+//! - The only other raising calls are `lua_error` and `lua_call` in [`host_call`], made when
 //!   every Rust value of the call has been dropped (its work is done in [`serve`], which
-//!   returns plain data).
+//!   returns plain data), and `lua_call` of the script in [`start`], whose frame holds only
+//!   borrowed pointers.
 //! - `redis.call` reaches the run through a light userdata pointing into the engine's
 //!   `Arc<ActiveRun>`, which the VM keeps alive as its app data.
 
-use std::ffi::{c_int, c_void};
+use std::cell::Cell;
+use std::ffi::c_int;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use latch_protocol::{format_double_g17, Frame};
-use mlua::{ffi, Function, Lua, Table, Value};
+use mlua::{ffi, Function, LightUserData, Lua, Table, Value};
 
 use super::engine::{ActiveRun, HostCall, HostReply};
-use super::sandbox::error_text;
+use super::sandbox::{error_parts, reply_error_parts};
 
 /// How a run ended. Scalars are copied out so the caller writes the reply; a table (or
 /// an error, which the handler made a table) comes back as a Lua value.
@@ -44,13 +60,25 @@ pub enum Ran {
 }
 
 /// Where a run finds its keys and arguments: an EVAL script in the globals `KEYS` and
-/// `ARGV`, a library function as its two arguments.
+/// `ARGV` (set in this table), a library function as its two arguments.
 pub enum Inputs<'a> {
-    Globals {
-        globals: &'a Table,
-        lists: &'a mut ReusedLists,
-    },
+    Globals(&'a Table),
     Arguments,
+}
+
+/// What a VM keeps for its runs: [`start`], made once, and the KEYS and ARGV tables.
+pub struct Runner {
+    start: Function,
+    lists: ReusedLists,
+}
+
+impl Runner {
+    pub fn new(lua: &Lua) -> mlua::Result<Runner> {
+        Ok(Runner {
+            start: c_closure(lua, start, &[])?,
+            lists: ReusedLists::default(),
+        })
+    }
 }
 
 /// The `KEYS` and `ARGV` tables of the last EVAL run, filled again by the next one when the
@@ -59,7 +87,7 @@ pub enum Inputs<'a> {
 /// `bench/instructions.sh --rows RELEASE`: 11,539 instructions per request with two new
 /// tables per run, 10,505 with these (less to allocate, and less for the collector).
 #[derive(Default)]
-pub struct ReusedLists {
+struct ReusedLists {
     keys: ReusedList,
     argv: ReusedList,
 }
@@ -71,6 +99,18 @@ struct ReusedList {
     len: usize,
 }
 
+/// What [`start`] is given, through a light userdata: the run's inputs, and where it says
+/// that it has set them (and is about to call the script).
+struct Start<'a> {
+    eval: bool,
+    keys: &'a [Bytes],
+    args: &'a [Bytes],
+    /// The items the reused KEYS and ARGV tables hold now (cleared past the new items).
+    keys_len: usize,
+    args_len: usize,
+    inputs_set: Cell<bool>,
+}
+
 /// Runs `function` under `handler` with `keys` and `args` as `inputs` says. Only the first
 /// result counts, as in Redis.
 ///
@@ -80,15 +120,26 @@ struct ReusedList {
 #[allow(unsafe_code)]
 pub fn run(
     lua: &Lua,
+    runner: &mut Runner,
     handler: &Function,
     function: &Function,
     inputs: Inputs<'_>,
     keys: &[Bytes],
     args: &[Bytes],
 ) -> mlua::Result<Ran> {
+    let lists = &mut runner.lists;
+    let job = Start {
+        eval: matches!(inputs, Inputs::Globals(_)),
+        keys,
+        args,
+        keys_len: lists.keys.len,
+        args_len: lists.argv.len,
+        inputs_set: Cell::new(false),
+    };
     lua.exec_raw_lua(|raw| {
-        // SAFETY: see the module's notes. The stack is put back to where it was however
-        // this ends (`Restore`).
+        // SAFETY: see the module's notes: nothing below allocates in Lua outside the
+        // protected call of `start`. The stack is put back to where it was however this
+        // ends (`Restore`).
         unsafe {
             let state = raw.state();
             let _restore = Restore(state, ffi::lua_gettop(state));
@@ -97,34 +148,39 @@ pub fn run(
             }
             let handler_at = ffi::lua_gettop(state) + 1;
             raw.push(handler)?;
-            raw.push(function)?;
-            let status = match inputs {
-                Inputs::Globals { globals, lists } => {
+            raw.push(&runner.start)?;
+            ffi::lua_pushlightuserdata(state, (&job as *const Start<'_>).cast_mut().cast());
+            match inputs {
+                Inputs::Globals(globals) => {
                     raw.push(globals)?;
-                    // A table filled again is the global already (scripts cannot assign
-                    // globals); only a new one is set, which spares interning the name.
-                    if push_reused(raw, state, &mut lists.keys, keys)? {
-                        ffi::lua_setfield(state, -2, c"KEYS".as_ptr());
-                    } else {
-                        ffi::lua_pop(state, 1);
-                    }
-                    if push_reused(raw, state, &mut lists.argv, args)? {
-                        ffi::lua_setfield(state, -2, c"ARGV".as_ptr());
-                    } else {
-                        ffi::lua_pop(state, 1);
-                    }
-                    ffi::lua_pop(state, 1);
-                    let status = ffi::lua_pcall(state, 0, 1, handler_at);
-                    drop_if_changed(raw, state, &mut lists.keys)?;
-                    drop_if_changed(raw, state, &mut lists.argv)?;
-                    status
+                    push_or_nil(raw, state, &lists.keys.table)?;
+                    push_or_nil(raw, state, &lists.argv.table)?;
                 }
                 Inputs::Arguments => {
-                    push_list(state, keys);
-                    push_list(state, args);
-                    ffi::lua_pcall(state, 2, 1, handler_at)
+                    for _ in 0..3 {
+                        ffi::lua_pushnil(state);
+                    }
                 }
-            };
+            }
+            raw.push(function)?;
+            let status = ffi::lua_pcall(state, 5, ffi::LUA_MULTRET, handler_at);
+            if status == 0 && ffi::lua_gettop(state) == handler_at + 3 {
+                // `start` made new KEYS and ARGV tables and returned them after the result.
+                keep_new(raw, state, &mut lists.argv)?;
+                keep_new(raw, state, &mut lists.keys)?;
+            }
+            if job.eval {
+                if status == 0 || job.inputs_set.get() {
+                    lists.keys.len = keys.len();
+                    lists.argv.len = args.len();
+                } else {
+                    // Stopped while filling them: their content is unknown.
+                    lists.keys.table = None;
+                    lists.argv.table = None;
+                }
+                drop_if_changed(raw, state, &mut lists.keys)?;
+                drop_if_changed(raw, state, &mut lists.argv)?;
+            }
             if status != 0 {
                 return Ok(Ran::Failed(raw.pop::<Value>()?));
             }
@@ -139,35 +195,99 @@ pub fn run(
     })
 }
 
-/// Pushes `{items...}` in the list's table when it has one (what the last run put past
-/// `items` is cleared), or in a new one it keeps. True when the table is new. Uses two
-/// stack slots.
+/// Pushes the list's table, or nil when it has none. Uses one stack slot.
 #[allow(unsafe_code)]
-unsafe fn push_reused(
+unsafe fn push_or_nil(
+    raw: &mlua::state::RawLua,
+    state: *mut ffi::lua_State,
+    table: &Option<Table>,
+) -> mlua::Result<()> {
+    match table {
+        Some(table) => raw.push(table),
+        None => {
+            ffi::lua_pushnil(state);
+            Ok(())
+        }
+    }
+}
+
+/// Pops the table `start` returned for a list: kept when the list had none (the run made
+/// it), dropped otherwise (it is the list's own).
+#[allow(unsafe_code)]
+unsafe fn keep_new(
     raw: &mlua::state::RawLua,
     state: *mut ffi::lua_State,
     list: &mut ReusedList,
+) -> mlua::Result<()> {
+    if list.table.is_none() && ffi::lua_type(state, -1) == ffi::LUA_TTABLE {
+        list.table = Some(raw.pop::<Table>()?);
+    } else {
+        ffi::lua_pop(state, 1);
+    }
+    Ok(())
+}
+
+/// The run, under the run's protected call: `(start, globals, keys, argv, function)` with
+/// `start`'s [`Start`] as a light userdata. For EVAL (`globals` a table) fills `keys` and
+/// `argv` (each the list's table, or nil for a new one, which is also set as a global) and
+/// calls the script; for a function, calls it with two new tables. Returns the script's
+/// first result, followed by the KEYS and ARGV tables when either is new.
+#[allow(unsafe_code)]
+unsafe extern "C-unwind" fn start(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: `run` passes a pointer to a `Start` that outlives its protected call of this
+    // function, and the four values above; Lua guarantees LUA_MINSTACK (20) free slots and
+    // this uses at most four more. The frame owns nothing: a `longjmp` may skip it.
+    let job = &*(ffi::lua_touserdata(state, 1) as *const Start<'_>);
+    if !job.eval {
+        job.inputs_set.set(true);
+        push_list(state, job.keys);
+        push_list(state, job.args);
+        ffi::lua_call(state, 2, 1);
+        return 1;
+    }
+    let new =
+        ffi::lua_type(state, 3) != ffi::LUA_TTABLE || ffi::lua_type(state, 4) != ffi::LUA_TTABLE;
+    set_list(state, 3, job.keys, job.keys_len, c"KEYS");
+    set_list(state, 4, job.args, job.args_len, c"ARGV");
+    job.inputs_set.set(true);
+    ffi::lua_call(state, 0, 1);
+    if !new {
+        return 1;
+    }
+    ffi::lua_pushvalue(state, 3);
+    ffi::lua_pushvalue(state, 4);
+    3
+}
+
+/// Puts `items` in the table at `slot` (clearing what it held past them, up to `held`), or,
+/// when that slot is nil, in a new table that replaces it and becomes the global `name` of
+/// the table at slot 2. Uses two stack slots.
+#[allow(unsafe_code)]
+unsafe fn set_list(
+    state: *mut ffi::lua_State,
+    slot: c_int,
     items: &[Bytes],
-) -> mlua::Result<bool> {
-    let new = match &list.table {
-        Some(table) => {
-            raw.push(table)?;
-            fill(state, items);
-            for index in items.len()..list.len {
-                ffi::lua_pushnil(state);
-                ffi::lua_rawseti(state, -2, index as ffi::lua_Integer + 1);
-            }
-            false
+    held: usize,
+    name: &std::ffi::CStr,
+) {
+    if ffi::lua_type(state, slot) == ffi::LUA_TTABLE {
+        for (index, item) in items.iter().enumerate() {
+            push_bytes(state, item);
+            ffi::lua_rawseti(state, slot, index as ffi::lua_Integer + 1);
         }
-        None => {
-            push_list(state, items);
-            ffi::lua_pushvalue(state, -1);
-            list.table = Some(raw.pop::<Table>()?);
-            true
+        for index in items.len()..held {
+            ffi::lua_pushnil(state);
+            ffi::lua_rawseti(state, slot, index as ffi::lua_Integer + 1);
         }
-    };
-    list.len = items.len();
-    Ok(new)
+    } else {
+        push_list(state, items);
+        ffi::lua_replace(state, slot);
+        // A table filled again is the global already (scripts cannot assign globals);
+        // only a new one is set.
+        ffi::lua_pushstring(state, name.as_ptr());
+        ffi::lua_pushvalue(state, slot);
+        ffi::lua_rawset(state, 2);
+    }
 }
 
 /// After a run: forgets the list's table unless it holds exactly what the run was given
@@ -218,18 +338,12 @@ impl Drop for Restore {
     }
 }
 
-/// Pushes `{items...}`. Uses one stack slot.
+/// Pushes `{items...}`. Uses two stack slots.
 #[allow(unsafe_code)]
 unsafe fn push_list(state: *mut ffi::lua_State, items: &[Bytes]) {
     ffi::lua_createtable(state, c_int::try_from(items.len()).unwrap_or(0), 0);
-    fill(state, items);
-}
-
-/// Writes `items` as strings into the table on top of the stack, at 1 to n.
-#[allow(unsafe_code)]
-unsafe fn fill(state: *mut ffi::lua_State, items: &[Bytes]) {
     for (index, item) in items.iter().enumerate() {
-        ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+        push_bytes(state, item);
         ffi::lua_rawseti(state, -2, index as ffi::lua_Integer + 1);
     }
 }
@@ -245,42 +359,88 @@ unsafe fn string_at<'a>(state: *mut ffi::lua_State, index: c_int) -> &'a [u8] {
     std::slice::from_raw_parts(text.cast::<u8>(), len)
 }
 
-/// Makes `redis.call` (`pcall` false) or `redis.pcall` for the runs of `active`. Outside a
-/// run they call `idle` (which raises Redis' "only inside a script" error).
+/// A C closure of `function` with `upvalues` (light userdata, booleans, tables, functions:
+/// values whose push allocates nothing). The closure itself is made inside a protected call
+/// (mlua makes the maker protected), so even an error of the collector while it is allocated
+/// comes back as an `Err`.
 #[allow(unsafe_code)]
-pub fn host_function(
+pub(super) fn c_closure(
     lua: &Lua,
-    active: &Arc<ActiveRun>,
-    pcall: bool,
-    idle: &Function,
+    function: ffi::lua_CFunction,
+    upvalues: &[Value],
 ) -> mlua::Result<Function> {
-    // The pointer below must stay valid as long as the VM can call the function.
-    if lua.app_data_ref::<Arc<ActiveRun>>().is_none() {
-        lua.set_app_data(Arc::clone(active));
+    /// Makes `closure(upvalues...)` from its arguments: a pointer to the C function, then
+    /// the upvalues.
+    unsafe extern "C-unwind" fn make(state: *mut ffi::lua_State) -> c_int {
+        // SAFETY: argument 1 is the pointer `c_closure` passed, to a function pointer that
+        // lives on its stack until the protected call returns.
+        let function = *(ffi::lua_touserdata(state, 1) as *const ffi::lua_CFunction);
+        let count = ffi::lua_gettop(state) - 1;
+        ffi::lua_pushcclosure(state, function, count);
+        1
     }
-    let pointer = Arc::as_ptr(active).cast_mut().cast::<c_void>();
+    // SAFETY: `make` is a C function of the signature Lua expects.
+    let maker = unsafe { lua.create_c_function(make)? };
+    let count = c_int::try_from(upvalues.len()).map_err(|_| mlua::Error::StackError)?;
     lua.exec_raw_lua(|raw| {
-        // SAFETY: three pushes after a stack check; the closure is taken off the stack
-        // by `pop`, which keeps a reference to it.
+        // SAFETY: the stack is checked first, and put back by `Restore`; the pushes are of
+        // existing values (nothing is allocated); `lua_pcall` catches any error of `make`.
         unsafe {
             let state = raw.state();
-            if ffi::lua_checkstack(state, 3) == 0 {
+            let _restore = Restore(state, ffi::lua_gettop(state));
+            if ffi::lua_checkstack(state, count + 3) == 0 {
                 return Err(mlua::Error::StackError);
             }
-            ffi::lua_pushlightuserdata(state, pointer);
-            ffi::lua_pushboolean(state, c_int::from(pcall));
-            raw.push(idle)?;
-            ffi::lua_pushcclosure(state, host_call, 3);
+            raw.push(&maker)?;
+            ffi::lua_pushlightuserdata(
+                state,
+                (&function as *const ffi::lua_CFunction).cast_mut().cast(),
+            );
+            for value in upvalues {
+                raw.push(value)?;
+            }
+            if ffi::lua_pcall(state, count + 1, 1, 0) != 0 {
+                let message = raw.pop::<Value>()?;
+                return Err(mlua::Error::RuntimeError(format!(
+                    "could not make a C closure: {message:?}"
+                )));
+            }
             raw.pop::<Function>()
         }
     })
+}
+
+/// Makes `redis.call` and `redis.pcall` for the runs of `active`. Outside a run they call
+/// `idle` (which raises Redis' "only inside a script" error).
+pub fn host_functions(
+    lua: &Lua,
+    active: &Arc<ActiveRun>,
+    idle: &Function,
+) -> mlua::Result<(Function, Function)> {
+    // The pointer below must stay valid as long as the VM can call the functions.
+    if lua.app_data_ref::<Arc<ActiveRun>>().is_none() {
+        lua.set_app_data(Arc::clone(active));
+    }
+    let pointer = Value::LightUserData(LightUserData(Arc::as_ptr(active).cast_mut().cast()));
+    let pusher = Value::Function(c_closure(lua, push_value, &[])?);
+    let make = |pcall: bool| {
+        let upvalues = [
+            pointer.clone(),
+            Value::Boolean(pcall),
+            Value::Function(idle.clone()),
+            pusher.clone(),
+        ];
+        c_closure(lua, host_call, &upvalues)
+    };
+    Ok((make(false)?, make(true)?))
 }
 
 /// What [`host_call`] does once [`serve`] is done.
 enum Step {
     /// The reply is on the stack.
     Return,
-    /// Raise the error table on the stack (`redis.call` and an error reply).
+    /// Raise the error on the stack (`redis.call` and an error reply, or an error raised
+    /// while the reply was pushed).
     Raise,
     /// No run in progress: call the idle function with the arguments.
     Idle,
@@ -288,7 +448,7 @@ enum Step {
 
 #[allow(unsafe_code)]
 unsafe extern "C-unwind" fn host_call(state: *mut ffi::lua_State) -> c_int {
-    // SAFETY: the upvalues are those `host_function` set. No Rust value is alive when
+    // SAFETY: the upvalues are those `host_functions` set. No Rust value is alive when
     // `lua_call` or `lua_error` may jump out of this frame.
     let active = ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)) as *const ActiveRun;
     let pcall = ffi::lua_toboolean(state, ffi::lua_upvalueindex(2)) != 0;
@@ -305,8 +465,8 @@ unsafe extern "C-unwind" fn host_call(state: *mut ffi::lua_State) -> c_int {
     }
 }
 
-/// Runs the command a script asked for and leaves its reply (or error table) on the
-/// stack.
+/// Runs the command a script asked for and leaves its reply (or error table, or the error
+/// raised while pushing it) on the stack.
 #[allow(unsafe_code)]
 unsafe fn serve(state: *mut ffi::lua_State, active: &ActiveRun, pcall: bool) -> Step {
     let kind = if pcall {
@@ -328,30 +488,71 @@ unsafe fn serve(state: *mut ffi::lua_State, active: &ActiveRun, pcall: bool) -> 
     // The arguments were copied: their slots go (a call may take thousands, up to the
     // stack's limit, and the reply needs room).
     ffi::lua_settop(state, 0);
-    let is_error = match outcome {
-        HostReply::Reply(mut reply) => match push_reply(state, reply.buffer(), resp) {
-            Some(is_error) => is_error,
-            None => {
-                push_error_table(state, b"ERR the command gave no reply", true);
-                true
-            }
-        },
+    let pushed = match outcome {
+        HostReply::Reply(mut reply) => push_reply(state, reply.buffer(), resp),
         // An error of the call's own (its arguments) is counted when the script's reply
         // carries it; the gatekeeper's refusals were counted already.
         HostReply::Refused { message, counted } => {
-            push_error_table(state, &error_text(&message), counted);
-            true
+            let (code, message) = error_parts(&message);
+            let push = Push::Error {
+                code,
+                message,
+                counted,
+            };
+            protected_push(state, &push).map(|()| true)
         }
         HostReply::Allowed(_) => {
             ffi::lua_pushnil(state);
-            false
+            Ok(false)
         }
     };
-    if is_error && !pcall {
-        Step::Raise
-    } else {
-        Step::Return
+    match pushed {
+        Err(()) => Step::Raise,
+        Ok(true) if !pcall => Step::Raise,
+        Ok(_) => Step::Return,
     }
+}
+
+/// A value [`push_value`] pushes.
+enum Push<'a> {
+    Bulk(&'a [u8]),
+    Frame(&'a Frame, u8),
+    Error {
+        code: &'a [u8],
+        message: &'a [u8],
+        counted: bool,
+    },
+}
+
+/// Pushes `push` under a protected call of [`push_value`] (upvalue 4 of the running
+/// `host_call`): `Err` when that raised, whose error is then on the stack instead.
+#[allow(unsafe_code)]
+unsafe fn protected_push(state: *mut ffi::lua_State, push: &Push<'_>) -> Result<(), ()> {
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(4));
+    ffi::lua_pushlightuserdata(state, (push as *const Push<'_>).cast_mut().cast());
+    if ffi::lua_pcall(state, 1, 1, 0) == 0 {
+        Ok(())
+    } else {
+        Err(())
+    }
+}
+
+/// Pushes the [`Push`] its light userdata points to. Its frames (and those of the
+/// functions it calls) own nothing: the data is borrowed from [`serve`]'s.
+#[allow(unsafe_code)]
+unsafe extern "C-unwind" fn push_value(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: `protected_push` passes a pointer to a `Push` that outlives the call.
+    let push = &*(ffi::lua_touserdata(state, 1) as *const Push<'_>);
+    match *push {
+        Push::Bulk(bytes) => push_bytes(state, bytes),
+        Push::Frame(frame, resp) => push_frame(state, frame, resp, 0),
+        Push::Error {
+            code,
+            message,
+            counted,
+        } => push_error_table(state, code, message, counted),
+    }
+    1
 }
 
 /// Redis' complaint about a `redis.call` (or `redis.acl_check_cmd`) without arguments.
@@ -387,11 +588,12 @@ unsafe fn arguments(state: *mut ffi::lua_State) -> Result<Vec<Bytes>, &'static [
 }
 
 /// Pushes a command's reply (RESP in `bytes`) as the Lua value `redis.call` returns
-/// (see `convert`'s table). `Some(true)` when it is an error; `None` when `bytes` holds
-/// no complete reply.
+/// (see `convert`'s table): `Ok(true)` when it is an error, `Err` when pushing it raised
+/// (the error is on the stack then).
 #[allow(unsafe_code)]
-unsafe fn push_reply(state: *mut ffi::lua_State, bytes: &[u8], resp: u8) -> Option<bool> {
-    // The replies most scripts get, read in place.
+unsafe fn push_reply(state: *mut ffi::lua_State, bytes: &[u8], resp: u8) -> Result<bool, ()> {
+    // The replies most scripts get, read in place. Numbers, booleans and nil allocate
+    // nothing and are pushed directly.
     if let Some(line_end) = bytes.iter().position(|&b| b == b'\r').filter(|&at| at > 0) {
         let line = &bytes[1..line_end];
         match bytes[0] {
@@ -401,36 +603,46 @@ unsafe fn push_reply(state: *mut ffi::lua_State, bytes: &[u8], resp: u8) -> Opti
                     .and_then(|text| text.parse::<i64>().ok())
                 {
                     ffi::lua_pushnumber(state, n as f64);
-                    return Some(false);
+                    return Ok(false);
                 }
             }
             b'$' => {
                 if line == b"-1" {
                     push_null(state, resp);
-                    return Some(false);
+                    return Ok(false);
                 }
                 let len = std::str::from_utf8(line)
                     .ok()
                     .and_then(|text| text.parse::<usize>().ok());
                 let start = line_end + 2;
                 if let Some(body) = len.and_then(|len| bytes.get(start..start + len)) {
-                    ffi::lua_pushlstring(state, body.as_ptr().cast(), body.len());
-                    return Some(false);
+                    return protected_push(state, &Push::Bulk(body)).map(|()| false);
                 }
             }
             _ => {}
         }
     }
-    let (frame, _) = latch_protocol::frame::decode(bytes).ok()??;
-    push_frame(state, &frame, resp, 0);
-    Some(matches!(frame, Frame::Error(_) | Frame::BulkError(_)))
+    match latch_protocol::frame::decode(bytes) {
+        Ok(Some((frame, _))) => {
+            let is_error = matches!(frame, Frame::Error(_) | Frame::BulkError(_));
+            protected_push(state, &Push::Frame(&frame, resp)).map(|()| is_error)
+        }
+        _ => {
+            let push = Push::Error {
+                code: b"ERR",
+                message: b"the command gave no reply",
+                counted: true,
+            };
+            protected_push(state, &push).map(|()| true)
+        }
+    }
 }
 
 /// Deepest reply nesting pushed (ours stay far below it).
 const MAX_DEPTH: usize = 64;
 
 /// Pushes `frame` as a Lua value (one slot); past [`MAX_DEPTH`], or when the stack cannot
-/// grow, nil.
+/// grow, nil. Allocates nothing in Rust (it runs under [`push_value`]).
 #[allow(unsafe_code)]
 unsafe fn push_frame(state: *mut ffi::lua_State, frame: &Frame, resp: u8, depth: usize) {
     if depth > MAX_DEPTH || ffi::lua_checkstack(state, 4) == 0 {
@@ -444,10 +656,8 @@ unsafe fn push_frame(state: *mut ffi::lua_State, frame: &Frame, resp: u8, depth:
             set_field(state, c"ok");
         }
         Frame::Error(text) | Frame::BulkError(text) => {
-            let mut dashed = Vec::with_capacity(text.len() + 1);
-            dashed.push(b'-');
-            dashed.extend_from_slice(text);
-            push_error_table(state, &error_text(&dashed), true);
+            let (code, message) = reply_error_parts(text);
+            push_error_table(state, code, message, true);
         }
         Frame::Integer(n) => ffi::lua_pushnumber(state, *n as f64),
         Frame::Bulk(bytes) => push_bytes(state, bytes),
@@ -538,11 +748,15 @@ unsafe fn raw_set_pair(state: *mut ffi::lua_State) {
     }
 }
 
-/// Pushes `{err=text}`, with `ignore_error_stats_update=true` when `counted`.
+/// Pushes `{err="<code> <message>"}`, with `ignore_error_stats_update=true` when
+/// `counted`. Uses four stack slots.
 #[allow(unsafe_code)]
-unsafe fn push_error_table(state: *mut ffi::lua_State, text: &[u8], counted: bool) {
+unsafe fn push_error_table(state: *mut ffi::lua_State, code: &[u8], message: &[u8], counted: bool) {
     ffi::lua_createtable(state, 0, 2);
-    push_bytes(state, text);
+    push_bytes(state, code);
+    push_bytes(state, b" ");
+    push_bytes(state, message);
+    ffi::lua_concat(state, 3);
     set_field(state, c"err");
     if counted {
         ffi::lua_pushboolean(state, 1);
@@ -568,10 +782,9 @@ mod tests {
             .load("return function(...) return 'idle', select('#', ...) end")
             .eval::<Function>()
             .unwrap();
-        for (pcall, name) in [(false, "rcall"), (true, "rpcall")] {
-            let function = host_function(&lua, &active, pcall, &idle).unwrap();
-            lua.globals().set(name, function).unwrap();
-        }
+        let (call, pcall) = host_functions(&lua, &active, &idle).unwrap();
+        lua.globals().set("rcall", call).unwrap();
+        lua.globals().set("rpcall", pcall).unwrap();
         let handler = lua.load("return function(e) return e end").eval().unwrap();
         (lua, active, handler)
     }
@@ -622,6 +835,14 @@ mod tests {
                 }
             }
             b"panic" => panic!("a command panicked"),
+            // A MiB, as a bulk string and as an array (decoded into a `Frame`).
+            b"large" => reply.bulk(&vec![b'x'; 1 << 20]),
+            b"large_array" => {
+                reply.array(1024);
+                for _ in 0..1024 {
+                    reply.bulk(&[b'y'; 1024]);
+                }
+            }
             _ => reply.null(),
         }
         HostReply::Reply(reply)
@@ -638,11 +859,9 @@ mod tests {
         let mut dispatch: &mut Dispatch<'_> = &mut commands;
         let _entered = active.enter(&mut dispatch);
         let globals = lua.globals();
-        let inputs = Inputs::Globals {
-            globals: &globals,
-            lists: &mut ReusedLists::default(),
-        };
-        run(lua, handler, &function, inputs, &[], &[]).unwrap()
+        let mut runner = Runner::new(lua).unwrap();
+        let inputs = Inputs::Globals(&globals);
+        run(lua, &mut runner, handler, &function, inputs, &[], &[]).unwrap()
     }
 
     fn text(ran: Ran) -> String {
@@ -742,5 +961,187 @@ mod tests {
             text(run_script(&lua, &active, &handler, "return rcall('int')")),
             "number -42"
         );
+    }
+
+    /// Bytes this thread holds from the allocator (allocated minus freed), counted by the
+    /// test binary's allocator: what a skipped destructor leaks shows here.
+    mod counted {
+        use std::alloc::{GlobalAlloc, Layout, System};
+        use std::cell::Cell;
+
+        thread_local! {
+            static LIVE: Cell<isize> = const { Cell::new(0) };
+        }
+
+        fn add(bytes: isize) {
+            let _ = LIVE.try_with(|live| live.set(live.get() + bytes));
+        }
+
+        pub fn live() -> isize {
+            LIVE.with(Cell::get)
+        }
+
+        struct Counting;
+
+        // SAFETY: every call is passed on to `System` as it came.
+        #[allow(unsafe_code)]
+        unsafe impl GlobalAlloc for Counting {
+            unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+                let pointer = System.alloc(layout);
+                if !pointer.is_null() {
+                    add(layout.size() as isize);
+                }
+                pointer
+            }
+
+            unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+                let pointer = System.alloc_zeroed(layout);
+                if !pointer.is_null() {
+                    add(layout.size() as isize);
+                }
+                pointer
+            }
+
+            unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
+                System.dealloc(pointer, layout);
+                add(-(layout.size() as isize));
+            }
+
+            unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, size: usize) -> *mut u8 {
+                let moved = System.realloc(pointer, layout, size);
+                if !moved.is_null() {
+                    add(size as isize - layout.size() as isize);
+                }
+                moved
+            }
+        }
+
+        #[global_allocator]
+        static COUNTING: Counting = Counting;
+    }
+
+    /// Makes every allocation run a whole collection cycle and leaves a userdata whose
+    /// `__gc` raises for the next one to find (made through the test VM's own `newproxy`,
+    /// which the sandbox does not have). As Lua code, to run in the VM's main chunk or a
+    /// script.
+    const ARM_FAILING_FINALIZER: &str = "
+        collectgarbage('setpause', 0)
+        collectgarbage('setstepmul', 0)
+        collectgarbage('collect')
+        local function arm()
+          local p = newproxy(true)
+          getmetatable(p).__gc = function() error('finalizer raised') end
+        end
+        arm()";
+    const DISARM: &str = "collectgarbage('setpause', 200) collectgarbage('setstepmul', 200)";
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn a_finalizer_that_raises_while_keys_are_pushed_fails_the_run() {
+        let (lua, active, handler) = vm();
+        let function = lua.load("return #KEYS + #ARGV").into_function().unwrap();
+        let mut runner = Runner::new(&lua).unwrap();
+        let globals = lua.globals();
+        let keys: Vec<Bytes> = (0..64).map(|i| Bytes::from(format!("key:{i}"))).collect();
+        let args: Vec<Bytes> = (0..64).map(|i| Bytes::from(format!("arg:{i}"))).collect();
+        let mut commands = |_kind: HostCall, args: &[Bytes]| reply_to(args);
+        let mut dispatch: &mut Dispatch<'_> = &mut commands;
+        let _entered = active.enter(&mut dispatch);
+        // The userdata stays in `holder` until just before the run: mlua allocates after a
+        // chunk returns, and would meet the finalizer first.
+        let holder = lua.create_table().unwrap();
+        let arm = lua
+            .load(
+                "local holder = ...
+                collectgarbage('setpause', 0)
+                collectgarbage('setstepmul', 0)
+                collectgarbage('collect')
+                holder[1] = newproxy(true)
+                getmetatable(holder[1]).__gc = function() error('finalizer raised') end",
+            )
+            .into_function()
+            .unwrap();
+        for inputs in [Inputs::Globals(&globals), Inputs::Arguments] {
+            arm.call::<()>(&holder).unwrap();
+            // SAFETY: a push of an existing table, and a store over an existing key: nothing
+            // is allocated, and the stack is as it was after.
+            lua.exec_raw_lua(|raw| unsafe {
+                raw.push(&holder).unwrap();
+                ffi::lua_pushnil(raw.state());
+                ffi::lua_rawseti(raw.state(), -2, 1);
+                ffi::lua_pop(raw.state(), 1);
+            });
+            // The first table or string `start` makes runs the collector, whose finalizer
+            // raises: outside a protected call, that was Lua's panic (the process exits).
+            let ran = run(&lua, &mut runner, &handler, &function, inputs, &keys, &args);
+            lua.load(DISARM).exec().unwrap();
+            match ran {
+                Ok(Ran::Failed(Value::String(message))) => {
+                    assert!(
+                        message.to_string_lossy().ends_with("finalizer raised"),
+                        "{}",
+                        message.to_string_lossy()
+                    );
+                }
+                _ => panic!("the run did not fail with the finalizer's error"),
+            }
+        }
+        // The next runs are whole again (the list tables made then are the ones reused).
+        for _ in 0..2 {
+            let ran = run(
+                &lua,
+                &mut runner,
+                &handler,
+                &function,
+                Inputs::Globals(&globals),
+                &keys,
+                &args,
+            );
+            assert!(matches!(ran, Ok(Ran::Number(n)) if n == 128.0));
+        }
+    }
+
+    #[test]
+    fn a_finalizer_that_raises_while_a_reply_is_pushed_is_a_script_error_and_leaks_nothing() {
+        let (lua, active, handler) = vm();
+        for command in ["large", "large_array"] {
+            let script = format!(
+                "{ARM_FAILING_FINALIZER}
+                local ok, e = pcall(rcall, '{command}')
+                {DISARM}
+                return tostring(ok) .. ' ' .. tostring(e)"
+            );
+            let once = || {
+                let ran = text(run_script(&lua, &active, &handler, &script));
+                assert!(
+                    ran.starts_with("false ") && ran.ends_with("finalizer raised"),
+                    "{command}: {ran}"
+                );
+            };
+            once();
+            lua.gc_collect().unwrap();
+            let before = counted::live();
+            for _ in 0..8 {
+                once();
+            }
+            lua.gc_collect().unwrap();
+            lua.gc_collect().unwrap();
+            // Each reply is over a MiB: a destructor the error jumped over would leave
+            // eight of them behind.
+            let grown = counted::live() - before;
+            assert!(
+                grown < 1 << 20,
+                "{command}: {grown} bytes more after 8 runs"
+            );
+            // And the same command, without the trap, still answers.
+            let ran = run_script(
+                &lua,
+                &active,
+                &handler,
+                &format!("return #rcall('{command}')"),
+            );
+            let expected = if command == "large" { 1 << 20 } else { 1024 };
+            assert_eq!(text(ran), format!("number {expected}"));
+        }
     }
 }

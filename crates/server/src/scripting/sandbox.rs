@@ -2,12 +2,22 @@
 //! libraries of `libs/`, the `redis` table, and a sandbox.
 //!
 //! Redis patches Lua to have read-only tables; Latch uses stock Lua 5.1 and gets the same
-//! behaviour from proxies instead. Scripts run with an environment (`env`) that is an empty
-//! table whose metatable reads from `safe` (the allowed globals, each library behind a
-//! read-only proxy) and refuses every write. So `x = 1`, `redis.call = f` and `_G = {}` fail
-//! with "Attempt to modify a readonly table", reading an unknown global fails with "Script
-//! attempted to access nonexistent global variable", and `setmetatable`/`rawset` refuse the
-//! proxies. `KEYS` and `ARGV` are placed into `safe` before each run.
+//! behaviour from proxies instead: empty tables whose metatable reads from the table behind
+//! them and refuses every write. Scripts run with an environment (`env`, their `_G`) that is
+//! such a proxy of `safe` (the allowed globals, each library behind a proxy of its own). So
+//! `x = 1`, `redis = nil`, `redis.call = f` and `_G = {}` fail with "Attempt to modify a
+//! readonly table", and reading an unknown global fails with "Script attempted to access
+//! nonexistent global variable". The base functions that could see or change what is behind
+//! a proxy (`next`, `pairs`, `rawget`, `rawset`, `setmetatable`, `getmetatable`) are replaced
+//! by versions that see through it or refuse it (`builtins.rs`), so that `pairs(_G)`,
+//! `rawget(string, 'len')` and `getmetatable(_G)` answer what they answer in Redis. The
+//! strings' metatable shows scripts a read-only view too. `KEYS` and `ARGV` are placed into
+//! `safe` before each run.
+//!
+//! The globals are exactly Redis 7.0.15's (as its Debian build, with the fixes of
+//! CVE-2025-46817 and later, answers `pairs(_G)`): `getfenv`, `setfenv` and `newproxy` are
+//! not among them (a userdata with a `__gc` of the script's would run script code inside
+//! the collector, wherever an allocation triggers it).
 //!
 //! The `redis` functions that may raise a Redis error table are written in Lua over small
 //! Rust helpers (a Rust callback can only raise Rust errors, which reach Lua as userdata);
@@ -35,8 +45,10 @@ pub struct Sandbox {
 pub const REDIS_VERSION: &str = "7.0.15";
 const REDIS_VERSION_NUM: i64 = 0x0007_000f;
 
-/// Builds a VM with everything scripts may use.
-pub fn build(logger: fn(u8, &str)) -> mlua::Result<(Lua, Sandbox)> {
+/// Builds a VM with everything scripts may use: EVAL's (`eval_vm`) or the functions' (whose
+/// `redis` lacks `replicate_commands`, `breakpoint` and `debug`, and whose globals lack the
+/// error handler, as in Redis).
+pub fn build(logger: fn(u8, &str), eval_vm: bool) -> mlua::Result<(Lua, Sandbox)> {
     let lua = Lua::new_with(
         StdLib::TABLE | StdLib::STRING | StdLib::MATH,
         LuaOptions::new(),
@@ -54,9 +66,25 @@ pub fn build(logger: fn(u8, &str)) -> mlua::Result<(Lua, Sandbox)> {
         })?,
     )?;
     let handler = lua.create_function(error_handler)?;
+    let builtins = super::builtins::create(&lua, &lua.globals().raw_get("next")?)?;
+    for (name, function) in [
+        ("next", &builtins.next),
+        ("pairs", &builtins.pairs),
+        ("rawget", &builtins.rawget),
+        ("rawset", &builtins.rawset),
+        ("setmetatable", &builtins.setmetatable),
+        ("getmetatable", &builtins.getmetatable),
+    ] {
+        raw.raw_set(name, function)?;
+    }
+    raw.raw_set("behind", builtins.behind)?;
+    raw.raw_set("meta_view", builtins.meta_view)?;
+    if eval_vm {
+        raw.raw_set("handler", &handler)?;
+    }
     let prelude = lua.load(PRELUDE).set_name("=latch").into_function()?;
     let (private, safe, env): (Table, Table, Table) =
-        prelude.call((raw, REDIS_VERSION, REDIS_VERSION_NUM))?;
+        prelude.call((raw, REDIS_VERSION, REDIS_VERSION_NUM, eval_vm))?;
     super::engine::install_random(&lua)?;
     Ok((
         lua,
@@ -118,7 +146,12 @@ pub fn plain_message(error: &mlua::Error) -> String {
     }
     match error {
         mlua::Error::CallbackError { cause, .. } => plain_message(cause),
-        mlua::Error::RuntimeError(message) => message.clone(),
+        // mlua appends a traceback to the errors of the calls it makes (FUNCTION LOAD's);
+        // Redis' messages have none.
+        mlua::Error::RuntimeError(message) => match message.find("\nstack traceback:") {
+            Some(at) => message[..at].to_string(),
+            None => message.clone(),
+        },
         mlua::Error::SyntaxError { message, .. } => message.clone(),
         mlua::Error::MemoryError(message) => message.clone(),
         mlua::Error::WithContext { cause, .. } => plain_message(cause),
@@ -129,27 +162,42 @@ pub fn plain_message(error: &mlua::Error) -> String {
 /// Redis' `luaPushErrorBuff`: "-CODE message" keeps its code, anything else gets "ERR";
 /// CR and LF are trimmed from both ends of the message.
 pub fn error_text(text: &[u8]) -> Vec<u8> {
-    let (code, message): (&[u8], &[u8]) = match text.strip_prefix(b"-") {
-        Some(rest) => match rest.iter().position(|&b| b == b' ') {
-            Some(space) => (&rest[..space], &rest[space + 1..]),
-            None => (b"ERR", rest),
-        },
-        None => (b"ERR", text),
-    };
+    let (code, message) = error_parts(text);
+    let mut out = Vec::with_capacity(code.len() + 1 + message.len());
+    out.extend_from_slice(code);
+    out.push(b' ');
+    out.extend_from_slice(message);
+    out
+}
+
+/// The code and the message [`error_text`] joins with a space (borrowed from `text`).
+pub fn error_parts(text: &[u8]) -> (&[u8], &[u8]) {
+    match text.strip_prefix(b"-") {
+        Some(rest) => reply_error_parts(rest),
+        None => (b"ERR", trim_newlines(text)),
+    }
+}
+
+/// The code and the message of an error reply's line (which starts with its code, after
+/// the dash): what [`error_text`] gives for the line with its dash.
+pub fn reply_error_parts(line: &[u8]) -> (&[u8], &[u8]) {
+    match line.iter().position(|&b| b == b' ') {
+        Some(space) => (&line[..space], trim_newlines(&line[space + 1..])),
+        None => (b"ERR", trim_newlines(line)),
+    }
+}
+
+fn trim_newlines(text: &[u8]) -> &[u8] {
     let is_newline = |b: &u8| *b == b'\r' || *b == b'\n';
-    let start = message
+    let start = text
         .iter()
         .position(|b| !is_newline(b))
-        .unwrap_or(message.len());
-    let end = message
+        .unwrap_or(text.len());
+    let end = text
         .iter()
         .rposition(|b| !is_newline(b))
         .map_or(start, |i| i + 1);
-    let mut out = Vec::with_capacity(code.len() + 1 + end - start);
-    out.extend_from_slice(code);
-    out.push(b' ');
-    out.extend_from_slice(&message[start..end]);
-    out
+    &text[start..end]
 }
 
 fn error_text_lua(lua: &Lua, text: mlua::LuaString) -> mlua::Result<mlua::LuaString> {
@@ -216,26 +264,28 @@ pub fn lua_number_text(n: f64) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The Lua side of the setup, run once per VM with the Rust helpers as arguments.
+/// The Lua side of the setup, run once per VM with the Rust helpers (and the replaced base
+/// functions, `builtins.rs`) as arguments.
 const PRELUDE: &str = r#"
-local raw, version, version_num = ...
+local raw, version, version_num, eval_vm = ...
 local G = _G
-local type, tostring, error, select, pairs = type, tostring, error, select, pairs
-local rawget, rawset, rawequal = rawget, rawset, rawequal
-local raw_setmetatable, raw_getfenv, raw_setfenv = setmetatable, getfenv, setfenv
-local raw_pcall, raw_xpcall, raw_loadstring, raw_load = pcall, xpcall, loadstring, load
+local type, tostring, error, select, tonumber = type, tostring, error, select, tonumber
+local raw_setmetatable, raw_getmetatable, raw_setfenv = setmetatable, getmetatable, setfenv
+local raw_pcall, raw_loadstring, string_byte = pcall, loadstring, string.byte
+local behind, meta_view = raw.behind, raw.meta_view
 
 local private = {}
 
--- Read-only proxies.
-local readonly = raw_setmetatable({}, { __mode = 'k' })
+-- Read-only proxies: `behind` maps each to the table it shows (see builtins.rs).
 local function refuse() error('Attempt to modify a readonly table', 2) end
 local function protect(t)
-  local shown = raw_setmetatable({}, { __index = {}, __newindex = refuse, __metatable = false })
-  readonly[shown] = true
-  local proxy = raw_setmetatable({}, { __index = t, __newindex = refuse, __metatable = shown })
-  readonly[proxy] = true
+  local proxy = raw_setmetatable({}, { __index = t, __newindex = refuse, __metatable = false })
+  behind[proxy] = t
   return proxy
+end
+-- Reading a global that does not exist (level 2: the script's line, as in Redis).
+local function missing(_, name)
+  error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
 end
 
 -- The redis table.
@@ -301,9 +351,12 @@ redis.set_repl = function(...)
   end
   private.repl = flags
 end
-redis.replicate_commands = function() return true end
-redis.breakpoint = function() return false end
-redis.debug = function() end
+-- EVAL's only (Redis 7.0 adds them in eval.c, not for functions).
+if eval_vm then
+  redis.replicate_commands = function() return true end
+  redis.breakpoint = function() return false end
+  redis.debug = function() end
+end
 redis.acl_check_cmd = function(...)
   if not private.is_running() then not_running('redis.acl_check_cmd') end
   if select('#', ...) == 0 then raise('Please specify at least one argument for this redis lib call') end
@@ -315,53 +368,38 @@ redis.REDIS_VERSION = version
 redis.REDIS_VERSION_NUM = version_num
 G.redis = redis
 
--- The allowed globals.
+-- The allowed globals: Redis 7.0.15's list, no more (no getfenv, setfenv, newproxy).
 local safe = {}
-for _, name in pairs({ 'xpcall', 'tostring', 'getfenv', 'setmetatable', 'next', 'assert',
-    'tonumber', 'rawequal', 'collectgarbage', 'getmetatable', 'rawset', 'pcall', 'type',
-    'select', 'unpack', 'gcinfo', 'pairs', 'rawget', 'loadstring', 'ipairs', '_VERSION',
-    'setfenv', 'load', 'error', 'newproxy' }) do
+for _, name in G.ipairs({ 'xpcall', 'tostring', 'assert', 'tonumber', 'rawequal',
+    'collectgarbage', 'pcall', 'type', 'select', 'unpack', 'gcinfo', 'ipairs', '_VERSION',
+    'error' }) do
   safe[name] = G[name]
 end
-for _, name in pairs({ 'string', 'math', 'table', 'coroutine', 'cjson', 'bit', 'cmsgpack',
+for _, name in G.ipairs({ 'next', 'pairs', 'rawget', 'rawset', 'setmetatable',
+    'getmetatable' }) do
+  safe[name] = raw[name]
+end
+for _, name in G.ipairs({ 'string', 'math', 'table', 'coroutine', 'cjson', 'bit', 'cmsgpack',
     'struct', 'redis' }) do
   if G[name] ~= nil then safe[name] = protect(G[name]) end
 end
-local env = raw_setmetatable({}, {
-  __index = safe,
-  __newindex = refuse,
-  __metatable = protect({}),
-})
-readonly[env] = true
+local env = raw_setmetatable({}, { __index = safe, __newindex = refuse, __metatable = false })
+behind[env] = safe
 safe._G = env
-raw_setmetatable(safe, { __index = function(_, name)
-  error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 0)
-end })
+if eval_vm then safe.__redis__err__handler = raw.handler end
+raw_setmetatable(safe, { __index = missing })
+-- Strings index the real string table (as fast as ever), but scripts see a read-only view
+-- of their metatable, whose __index is the `string` they know.
+raw_getmetatable('').__metatable = protect({ __index = safe.string })
 
--- Builtins that could reach past the sandbox.
-safe.setmetatable = function(t, mt)
-  if readonly[t] then error('Attempt to modify a readonly table', 2) end
-  return raw_setmetatable(t, mt)
-end
-safe.rawset = function(t, k, v)
-  if readonly[t] then error('Attempt to modify a readonly table', 2) end
-  return rawset(t, k, v)
-end
-safe.getfenv = function(...)
-  local found = raw_getfenv(...)
-  if rawequal(found, G) then return env end
-  return found
-end
-safe.setfenv = function(f, t)
-  if rawequal(t, G) then t = env end
-  return raw_setfenv(f, t)
-end
 local function sandboxed(f, message)
   if f then raw_setfenv(f, env) end
   return f, message
 end
 safe.loadstring = function(text, name)
-  if type(text) == 'string' and text:byte(1) == 27 then return nil, 'binary chunks are not allowed' end
+  if type(text) == 'string' and string_byte(text, 1) == 27 then
+    return nil, 'binary chunks are not allowed'
+  end
   return sandboxed(raw_loadstring(text, name))
 end
 safe.load = function(reader, name)
@@ -382,7 +420,7 @@ local function settle(ok, ...)
   local e = ...
   if type(e) == 'userdata' then e = raw.errmsg(e) end
   if type(e) == 'table' then
-    local message = rawget(e, 'err')
+    local message = G.rawget(e, 'err')
     if type(message) == 'string' or type(message) == 'number' then e = message end
   end
   return false, e
@@ -399,16 +437,19 @@ load_redis.register_function = function()
   raise('redis.register_function can only be called on FUNCTION LOAD command')
 end
 -- A name the load API lacks (globals, or redis.call and the like) is an error, as in Redis.
-local function missing(_, name)
-  error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 0)
-end
 raw_setmetatable(load_redis, { __index = missing })
 local load_api = raw_setmetatable({ redis = protect(load_redis) }, { __index = missing })
-local fenv_meta = { __index = safe, __newindex = refuse, __metatable = protect({}) }
+local fenv_meta = { __index = safe, __newindex = refuse, __metatable = false }
 local fenv = raw_setmetatable({}, fenv_meta)
-readonly[fenv] = true
 private.fenv, private.fenv_meta, private.load_api, private.load_redis = fenv, fenv_meta, load_api, load_redis
 private.idle_register = load_redis.register_function
+
+-- What getmetatable shows of a proxy: a read-only view of the metatable behind it.
+local with_meta = {}
+for _, t in G.pairs(behind) do
+  if raw_getmetatable(t) ~= nil then with_meta[#with_meta + 1] = t end
+end
+for _, t in G.ipairs(with_meta) do meta_view[t] = protect(raw_getmetatable(t)) end
 
 G.print, G.dofile, G.loadfile, G.debug = nil, nil, nil, nil
 return private, safe, env

@@ -28,7 +28,12 @@
 //! handful of mlua handles however big or deep the data is (mlua can hold only about 8000 at
 //! once; see `build_lua`).
 
+use std::collections::HashMap;
+use std::ffi::c_void;
+
 use mlua::{Function, Lua, MultiValue, Table, Value};
+
+use crate::scripting::bound::{Budget, Memo, TooLarge, MAX_OUTPUT};
 
 /// Tables at this nesting level (the top level being 0) are encoded as nil.
 const MAX_NESTING: usize = 16;
@@ -177,29 +182,132 @@ fn array_length(table: &Table) -> mlua::Result<Option<usize>> {
     Ok((max == count as f64).then_some(count))
 }
 
-fn encode_table(out: &mut Vec<u8>, table: &Table, level: usize) -> mlua::Result<()> {
-    if let Some(len) = array_length(table)? {
-        encode_container_header(out, len, 0x90, 0xdc);
-        for index in 1..=len {
-            let item: Value = table.raw_get(index as i64)?;
-            encode_value(out, &item, level + 1)?;
+/// `pack`'s output and its bounds (see `bound`).
+struct Packer<'a> {
+    out: Vec<u8>,
+    /// Every argument, for `measure`.
+    args: &'a MultiValue,
+    budget: Budget,
+    /// Where each table already packed at a level is in `out`: met again at that level, it
+    /// packs the same (nothing runs in between that could change it), and is copied. A
+    /// table that contains itself packs to a tree 16 levels deep, whose branches are all
+    /// the same few tables: copying makes that cost what its output is, not a walk of
+    /// every branch (`t = {t, t, t}` is 3^16 branches, 172 MB).
+    packed: HashMap<(*const c_void, usize), (usize, usize)>,
+}
+
+impl Packer<'_> {
+    fn table(&mut self, table: &Table, level: usize) -> mlua::Result<()> {
+        let key = (table.to_pointer(), level);
+        if let Some(&(start, end)) = self.packed.get(&key) {
+            if self.out.len().saturating_add(end - start) > MAX_OUTPUT {
+                return Err(too_large());
+            }
+            self.out.extend_from_within(start..end);
+            return self.wrote();
         }
-    } else {
-        // The entry count is needed before the entries, so the table is walked twice, as in
-        // C; collecting the entries instead would pin a handle per string in the table.
-        let mut len: usize = 0;
-        for pair in table.pairs::<Value, Value>() {
-            pair?;
-            len += 1;
-        }
-        encode_container_header(out, len, 0x80, 0xde);
-        for pair in table.pairs::<Value, Value>() {
-            let (key, value) = pair?;
-            encode_value(out, &key, level + 1)?;
-            encode_value(out, &value, level + 1)?;
-        }
+        let start = self.out.len();
+        self.table_entries(table, level)?;
+        self.packed.insert(key, (start, self.out.len()));
+        Ok(())
     }
-    Ok(())
+
+    fn table_entries(&mut self, table: &Table, level: usize) -> mlua::Result<()> {
+        if let Some(len) = array_length(table)? {
+            encode_container_header(&mut self.out, len, 0x90, 0xdc);
+            self.wrote()?;
+            for index in 1..=len {
+                let item: Value = table.raw_get(index as i64)?;
+                self.value(&item, level + 1)?;
+            }
+        } else {
+            // The entry count is needed before the entries, so the table is walked twice, as
+            // in C; collecting the entries instead would pin a handle per string in the table.
+            let mut len: usize = 0;
+            for pair in table.pairs::<Value, Value>() {
+                pair?;
+                len += 1;
+            }
+            encode_container_header(&mut self.out, len, 0x80, 0xde);
+            self.wrote()?;
+            for pair in table.pairs::<Value, Value>() {
+                let (key, value) = pair?;
+                self.value(&key, level + 1)?;
+                self.value(&value, level + 1)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn value(&mut self, value: &Value, level: usize) -> mlua::Result<()> {
+        let out = &mut self.out;
+        match value {
+            Value::String(s) => encode_bytes(out, &s.as_bytes()),
+            Value::Boolean(b) => out.push(if *b { 0xc3 } else { 0xc2 }),
+            Value::Integer(i) => encode_int(out, *i),
+            Value::Number(n) => encode_number(out, *n),
+            Value::Table(t) if level < MAX_NESTING => return self.table(t, level),
+            // Nil, tables past the nesting cap, and every type msgpack has no form for.
+            _ => out.push(0xc0),
+        }
+        self.wrote()
+    }
+
+    /// Called after each value written: an error once the output is (or, by `measure`,
+    /// will be) larger than `bound::MAX_OUTPUT`.
+    fn wrote(&mut self) -> mlua::Result<()> {
+        let args = self.args;
+        self.budget
+            .wrote(self.out.len(), || {
+                let mut memo = Memo::new();
+                args.iter()
+                    .map(|value| measure(value, 0, &mut memo))
+                    .fold(0, usize::saturating_add)
+            })
+            .map_err(|TooLarge| too_large())
+    }
+}
+
+fn too_large() -> mlua::Error {
+    runtime_error("MessagePack pack output exceeds 512 MB")
+}
+
+/// A lower bound of the size of `value`'s encoding at nesting `level`: a string is at
+/// least its bytes and a byte of header, any other value a byte, a table its header byte
+/// and its elements (and keys, for a map). Each table is walked once per level (`memo`:
+/// how a table encodes depends on its level, tables at [`MAX_NESTING`] being nil).
+fn measure(value: &Value, level: usize, memo: &mut Memo) -> usize {
+    let table = match value {
+        Value::String(s) => return s.as_bytes().len().saturating_add(1),
+        Value::Table(table) if level < MAX_NESTING => table,
+        _ => return 1,
+    };
+    let key = (table.to_pointer(), level);
+    if let Some(&known) = memo.get(&key) {
+        return known;
+    }
+    let (mut values, mut keys, mut count, mut max) = (0usize, 0usize, 0usize, 0f64);
+    let mut array = true;
+    let _ = table.for_each::<Value, Value>(|key, value| {
+        let n = match key {
+            Value::Integer(i) => i as f64,
+            Value::Number(n) => n,
+            _ => 0.0,
+        };
+        // As `array_length`: keys exactly 1..count make an array.
+        array &= n > 0.0 && n.trunc() == n && n <= f64::from(i32::MAX);
+        max = max.max(n);
+        count += 1;
+        values = values.saturating_add(measure(&value, level + 1, memo));
+        keys = keys.saturating_add(measure(&key, level + 1, memo));
+        Ok(())
+    });
+    let is_array = array && max == count as f64;
+    let size = 1usize
+        .saturating_add(values)
+        .saturating_add(if is_array { 0 } else { keys });
+    memo.insert(key, size);
+    size
 }
 
 /// Appends an array or map header: the fix form for up to 15 entries, then the 16- and
@@ -216,30 +324,22 @@ fn encode_container_header(out: &mut Vec<u8>, len: usize, fix: u8, wide16: u8) {
     }
 }
 
-fn encode_value(out: &mut Vec<u8>, value: &Value, level: usize) -> mlua::Result<()> {
-    match value {
-        Value::String(s) => encode_bytes(out, &s.as_bytes()),
-        Value::Boolean(b) => out.push(if *b { 0xc3 } else { 0xc2 }),
-        Value::Integer(i) => encode_int(out, *i),
-        Value::Number(n) => encode_number(out, *n),
-        Value::Table(t) if level < MAX_NESTING => encode_table(out, t, level)?,
-        // Nil, tables past the nesting cap, and every type msgpack has no form for.
-        _ => out.push(0xc0),
-    }
-    Ok(())
-}
-
 /// `cmsgpack.pack(...)`. The glue in `GLUE_SOURCE` has already refused calls with more
 /// arguments than the C function accepts.
 fn pack(lua: &Lua, args: MultiValue) -> mlua::Result<mlua::LuaString> {
     if args.is_empty() {
         return Err(arg_error(0, "pack", "MessagePack pack needs input."));
     }
-    let mut out = Vec::new();
+    let mut packer = Packer {
+        out: Vec::new(),
+        args: &args,
+        budget: Budget::default(),
+        packed: HashMap::new(),
+    };
     for value in args.iter() {
-        encode_value(&mut out, value, 0)?;
+        packer.value(value, 0)?;
     }
-    lua.create_string(out)
+    lua.create_string(packer.out)
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1455,5 +1555,76 @@ mod tests {
         // A huge declared length with no data is just missing bytes.
         let err = error_of(&lua, "cmsgpack.unpack('\\221\\255\\255\\255\\255')");
         assert!(err.contains(MSG_EOF), "{err}");
+    }
+
+    #[test]
+    fn the_measure_never_counts_more_than_the_encoding() {
+        let lua = lua();
+        for shape in [
+            "1",
+            "'abc'",
+            "{}",
+            "{1, 2, 3}",
+            "{1, nil, 3}",
+            "{a = 1, [2.5] = 'x', [3] = true}",
+            "{[{}] = {1}, x = {y = {z = {}}}}",
+            "(function() local a = {1} return {a, a, {a, {a}}} end)()",
+            "(function() local t = {} t[1] = t t[2] = t return t end)()",
+            "(function() local a = {} for i = 1, 12 do a = {a, a, x = a} end return a end)()",
+            "(function() local t = {} for i = 1, 300 do t[i] = string.rep('y', i) end return t end)()",
+        ] {
+            let value: Value = lua.load(format!("return {shape}")).eval().unwrap();
+            let bound = measure(&value, 0, &mut Memo::new());
+            let len: usize = eval(&lua, &format!("return #cmsgpack.pack({shape})"));
+            assert!(bound <= len, "{shape}: {bound} > {len}");
+        }
+    }
+
+    #[test]
+    fn packs_past_the_bound_fail_fast() {
+        let lua = lua();
+        for shape in [
+            "(function() local a = {} for i = 1, 40 do a = {a, a, a, a, a, a, a, a} end return a end)()",
+            "(function() local t = {} for i = 1, 100 do t[i] = t end return t end)()",
+            "(function() local s = string.rep('x', 1000000) local t = {} \
+             for i = 1, 1000 do t[i] = s end return t end)()",
+        ] {
+            let started = std::time::Instant::now();
+            let error = error_of(&lua, &format!("cmsgpack.pack({shape})"));
+            assert!(error.contains("MessagePack pack output exceeds 512 MB"), "{error}");
+            assert!(started.elapsed().as_secs() < 5);
+        }
+    }
+
+    #[test]
+    fn a_table_that_contains_itself_packs_in_time_with_its_output() {
+        let lua = lua();
+        let started = std::time::Instant::now();
+        // 3^16 branches: walked one by one, minutes in a debug build.
+        let len: usize = eval(
+            &lua,
+            "local t = {} for i = 1, 3 do t[i] = t end return #cmsgpack.pack(t)",
+        );
+        // What redis-server 7.0.15 answers.
+        assert_eq!(len, 64_570_081);
+        assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+        // The copies are the bytes a walk writes: what redis-server 7.0.15 packs.
+        for (code, sha) in [
+            (
+                "local t = {} for i = 1, 2 do t[i] = t end return cmsgpack.pack(t)",
+                "c07b19cac957ac215c188434a1528e5c18f0c231",
+            ),
+            (
+                "local t = {} t[1] = {t, 'x'} t[2] = t[1] t.k = t[1] return cmsgpack.pack(t, t[1])",
+                "8e649f05011d3767e3f3fa37988dac83716acba6",
+            ),
+        ] {
+            let packed: mlua::LuaString = eval(&lua, code);
+            assert_eq!(
+                crate::scripting::sandbox::sha1_hex(&packed.as_bytes()),
+                sha,
+                "{code}"
+            );
+        }
     }
 }
