@@ -230,9 +230,11 @@ impl Reply {
         self.out.is_empty()
     }
 
-    /// Drops buffered bytes past `len` (to undo a partially written reply).
+    /// Drops buffered bytes past `len` (to undo a partially written reply), and the marks
+    /// of errors counted elsewhere that were among them.
     pub fn truncate(&mut self, len: usize) {
         self.out.truncate(len);
+        self.counted_elsewhere.retain(|&at| at < len);
     }
 
     /// The output buffer, for the connection to write out and clear.
@@ -402,6 +404,16 @@ mod tests {
             String::from_utf8_lossy(&a),
             String::from_utf8_lossy(&b)
         );
+    }
+
+    #[test]
+    fn truncate_forgets_the_errors_it_drops() {
+        let mut reply = Reply::new(Resp::V2);
+        reply.error_counted_elsewhere(b"ERR kept");
+        let at = reply.len();
+        reply.error_counted_elsewhere(b"ERR dropped");
+        reply.truncate(at);
+        assert_eq!(reply.take_counted_elsewhere(), vec![0]);
     }
 
     #[test]
