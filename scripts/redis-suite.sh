@@ -73,6 +73,7 @@ DEFAULT_UNITS=(
     unit/functions
     unit/scripting
     unit/dump
+    unit/querybuf
 )
 
 # [ok] counts with: runtest --host .. --port .. --ignore-encoding
@@ -102,6 +103,7 @@ declare -A EXPECTED_OK=(
     [unit/functions]=90
     [unit/scripting]=188
     [unit/dump]=11
+    [unit/querybuf]=2
 )
 
 RUNTEST_ARGS=(--ignore-encoding --ignore-digest --tags "-needs:debug -needs:repl")

@@ -380,6 +380,9 @@ pub fn clients_memory_limit(server: &Server) -> usize {
 /// What a connection owns besides its `Client`: its buffers and their bookkeeping.
 struct Buffers {
     input: BytesMut,
+    /// The input buffer's allocation as last made: its capacity shrinks as requests are
+    /// taken off its front (until a reserve reclaims the room), the allocation does not.
+    input_allocation: usize,
     reply: Reply,
     parser: RequestParser,
     batch: Vec<Vec<Bytes>>,
@@ -409,7 +412,7 @@ impl Buffers {
             .sum();
         memory
             .query_capacity
-            .store(self.input.capacity(), Ordering::Relaxed);
+            .store(self.input_bytes(), Ordering::Relaxed);
         memory
             .argv
             .store(self.parser.held_argument_bytes(), Ordering::Relaxed);
@@ -418,7 +421,7 @@ impl Buffers {
             .store(self.reply.capacity(), Ordering::Relaxed);
         memory.reply_peak.store(self.reply_peak, Ordering::Relaxed);
         let total = CLIENT_FIXED_BYTES
-            + self.input.capacity()
+            + self.input_bytes()
             + self.parser.held_bytes()
             + multi
             + self.reply.capacity()
@@ -429,6 +432,11 @@ impl Buffers {
         (self.input.len() + self.parser.held_bytes() + multi) as u64
     }
 
+    /// What the input buffer holds allocated.
+    fn input_bytes(&self) -> usize {
+        self.input_allocation.max(self.input.capacity())
+    }
+
     /// Every `BUFFER_REVIEW_NS`, gives back what the last period did not need: a query or
     /// reply buffer over `BUFFER_SHRINK_ABOVE` whose peak used less than half of it is
     /// made as small as the peak (at least one read's worth).
@@ -437,12 +445,13 @@ impl Buffers {
             return;
         }
         self.last_review = now;
-        let input_capacity = self.input.capacity();
+        let input_capacity = self.input_bytes();
         if input_capacity > BUFFER_SHRINK_ABOVE && self.input_peak < input_capacity / 2 {
             let mut smaller =
                 BytesMut::with_capacity(self.input_peak.max(self.input.len()).max(READ_CHUNK));
             smaller.extend_from_slice(&self.input);
             self.input = smaller;
+            self.input_allocation = self.input.capacity();
         }
         let reply_capacity = self.reply.capacity();
         if reply_capacity > BUFFER_SHRINK_ABOVE
@@ -462,6 +471,7 @@ impl Buffers {
     fn release_idle(&mut self) {
         if self.input.is_empty() && !self.parser.in_progress() {
             self.input = BytesMut::new();
+            self.input_allocation = 0;
         }
         if self.reply.is_empty() {
             *self.reply.buffer() = BytesMut::new();
@@ -497,6 +507,7 @@ where
     tokio::pin!(interrupt);
     let mut buffers = Buffers {
         input: BytesMut::with_capacity(READ_CHUNK),
+        input_allocation: READ_CHUNK,
         reply: Reply::new(Resp::V2),
         parser: RequestParser::new(),
         batch: Vec::new(),
@@ -514,6 +525,7 @@ where
         limits.refresh(server);
         let Buffers {
             ref mut input,
+            ref mut input_allocation,
             ref mut reply,
             ref mut parser,
             ref mut batch,
@@ -526,6 +538,7 @@ where
         });
         if input.capacity() - input.len() < wanted / 2 {
             input.reserve(wanted);
+            *input_allocation = input.capacity();
         }
         let is_monitor = monitor.is_some();
         let read = tokio::select! {
