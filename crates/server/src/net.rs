@@ -432,9 +432,15 @@ impl Buffers {
         (self.input.len() + self.parser.held_bytes() + multi) as u64
     }
 
-    /// What the input buffer holds allocated.
+    /// What the input buffer holds allocated. While the parser holds arguments of an
+    /// unfinished request, they share that allocation and are counted by the parser
+    /// instead: only the room after them counts here.
     fn input_bytes(&self) -> usize {
-        self.input_allocation.max(self.input.capacity())
+        if self.parser.held_argument_bytes() > 0 {
+            self.input.capacity()
+        } else {
+            self.input_allocation.max(self.input.capacity())
+        }
     }
 
     /// Every `BUFFER_REVIEW_NS`, gives back what the last period did not need: a query or
