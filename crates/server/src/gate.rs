@@ -903,7 +903,10 @@ fn run_command(
             changes_before,
         );
     }
-    let effects = keys.effects;
+    // Taken, not read: a command run inside this one (a script's redis.call, EXEC's queue)
+    // leaves its effects here after counting them, and the command around it must not
+    // count them again.
+    let effects = std::mem::take(&mut keys.effects);
     if effects.expired > 0 {
         server
             .stats

@@ -195,3 +195,70 @@ fn info_is_verbatim_in_resp3() {
         b"=34\r\ntxt:# Cluster\r\ncluster_enabled:0\r\n\r\n",
     );
 }
+
+/// A key found expired (or a hit, or a miss) by a command run inside another one, a script's
+/// `redis.call` or a queued command of EXEC, counts once, as in redis-server 7.0.15 (Latch
+/// counted it again for the command around it).
+#[test]
+fn lookups_inside_scripts_and_transactions_count_once() {
+    let server = TestServer::start(&[]);
+    let mut c = server.client();
+    let stat = |c: &mut redis::Connection, name: &str| -> u64 {
+        field(&info(c, &["stats"]), name).unwrap().parse().unwrap()
+    };
+    redis::cmd("DEBUG")
+        .arg("SET-ACTIVE-EXPIRE")
+        .arg(0)
+        .query::<()>(&mut c)
+        .unwrap();
+    for key in ["in-script", "in-script-ro", "in-multi"] {
+        redis::cmd("SET")
+            .arg(key)
+            .arg("v")
+            .arg("PX")
+            .arg(1)
+            .query::<()>(&mut c)
+            .unwrap();
+    }
+    redis::cmd("SET")
+        .arg("live")
+        .arg("v")
+        .query::<()>(&mut c)
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let get = "return redis.call('GET', KEYS[1])";
+    let _: Option<String> = redis::cmd("EVAL")
+        .arg(get)
+        .arg(1)
+        .arg("in-script")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(stat(&mut c, "expired_keys"), 1);
+    let (hits, misses) = (
+        stat(&mut c, "keyspace_hits"),
+        stat(&mut c, "keyspace_misses"),
+    );
+    // EVAL_RO is a read-only command, whose own hits and misses Redis counts.
+    let _: Option<String> = redis::cmd("EVAL_RO")
+        .arg(get)
+        .arg(1)
+        .arg("in-script-ro")
+        .query(&mut c)
+        .unwrap();
+    let _: Option<String> = redis::cmd("EVAL_RO")
+        .arg(get)
+        .arg(1)
+        .arg("live")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(stat(&mut c, "expired_keys"), 2);
+    assert_eq!(stat(&mut c, "keyspace_misses"), misses + 1);
+    assert_eq!(stat(&mut c, "keyspace_hits"), hits + 1);
+    let _: Vec<Option<String>> = redis::pipe()
+        .atomic()
+        .cmd("GET")
+        .arg("in-multi")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(stat(&mut c, "expired_keys"), 3);
+}
