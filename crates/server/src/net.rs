@@ -666,16 +666,9 @@ where
                 if client.blocked.is_some() {
                     reading = None;
                     // Answer what came before, then wait; later input stays buffered.
-                    buffers.reply_peak = buffers.reply_peak.max(reply.len());
-                    if !flush(
-                        server,
-                        client,
-                        stream,
-                        reply,
-                        &limits.output,
-                        &mut buffers.soft_limit_since,
-                    )
-                    .await
+                    let (peak, soft_since) =
+                        (&mut buffers.reply_peak, &mut buffers.soft_limit_since);
+                    if !flush_batch(server, client, stream, reply, &limits, peak, soft_since).await
                     {
                         break 'connection;
                     }
@@ -689,16 +682,9 @@ where
                 }
                 if reply.len() >= REPLY_FLUSH_AT {
                     reading = None;
-                    buffers.reply_peak = buffers.reply_peak.max(reply.len());
-                    if !flush(
-                        server,
-                        client,
-                        stream,
-                        reply,
-                        &limits.output,
-                        &mut buffers.soft_limit_since,
-                    )
-                    .await
+                    let (peak, soft_since) =
+                        (&mut buffers.reply_peak, &mut buffers.soft_limit_since);
+                    if !flush_batch(server, client, stream, reply, &limits, peak, soft_since).await
                     {
                         break 'connection;
                     }
@@ -761,6 +747,21 @@ where
         }
         buffers.review(arrived);
     }
+}
+
+/// Writes the replies made so far in the middle of a batch (before a blocking wait, or when
+/// they grew past `REPLY_FLUSH_AT`), noting how much the reply buffer held for its review.
+async fn flush_batch<W: AsyncWrite + Unpin>(
+    server: &Server,
+    client: &mut Client,
+    writer: &mut W,
+    reply: &mut Reply,
+    limits: &Limits,
+    reply_peak: &mut usize,
+    soft_since: &mut Option<tokio::time::Instant>,
+) -> bool {
+    *reply_peak = (*reply_peak).max(reply.len());
+    flush(server, client, writer, reply, &limits.output, soft_since).await
 }
 
 /// Whether the replies waiting to be written passed the hard output limit of normal
