@@ -65,6 +65,8 @@ pub struct Client {
     /// When the command running now started (set by the gatekeeper): a script's run counts
     /// its time from there instead of reading the clock again.
     pub command_started: Tick,
+    /// The channels, patterns and shard channels this connection subscribes to.
+    pub subscriptions: crate::pubsub::Subscriptions,
 }
 
 /// One command to log, with the database it ran in.
@@ -222,9 +224,33 @@ pub struct ClientShared {
     pub unblock_signal: Notify,
     /// The user this connection is logged in as (CLIENT LIST `user=`, CLIENT KILL USER).
     pub user: Mutex<Arc<crate::acl::User>>,
+    /// Messages other connections send this one (pub/sub, events, invalidations).
+    pub outbox: crate::pubsub::Outbox,
+    /// How many channels, patterns and shard channels it subscribes to (CLIENT LIST
+    /// `sub`, `psub`, `ssub`), mirrored from its connection's `Subscriptions`.
+    pub subscribed: [AtomicUsize; 3],
 }
 
 impl ClientShared {
+    /// Mirrors the connection's subscription counts for others to read.
+    pub fn set_subscription_counts(&self, subscriptions: &crate::pubsub::Subscriptions) {
+        let counts = [
+            subscriptions.channels.len(),
+            subscriptions.patterns.len(),
+            subscriptions.shard_channels.len(),
+        ];
+        for (counter, count) in self.subscribed.iter().zip(counts) {
+            counter.store(count, Ordering::Relaxed);
+        }
+    }
+
+    /// Subscribed to something: CLIENT LIST flag `P`, CLIENT KILL TYPE pubsub.
+    pub fn is_pubsub(&self) -> bool {
+        self.subscribed
+            .iter()
+            .any(|count| count.load(Ordering::Relaxed) > 0)
+    }
+
     pub fn kill(&self) {
         self.killed.store(true, Ordering::SeqCst);
         self.kill_signal.notify_one();
@@ -269,6 +295,9 @@ impl ClientShared {
         if self.monitor.load(Ordering::Relaxed) {
             flags.push('O');
         }
+        if self.is_pubsub() {
+            flags.push('P');
+        }
         if self.multi.load(Ordering::Relaxed) >= 0 {
             flags.push('x');
         }
@@ -300,7 +329,7 @@ impl ClientShared {
         let load = |counter: &AtomicUsize| counter.load(Ordering::Relaxed);
         let output = load(&memory.output);
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -310,6 +339,9 @@ impl ClientShared {
             self.idle_s(),
             self.flags(),
             self.db.load(Ordering::Relaxed),
+            load(&self.subscribed[0]),
+            load(&self.subscribed[1]),
+            load(&self.subscribed[2]),
             self.multi.load(Ordering::Relaxed),
             qbuf,
             load(&memory.query_capacity).saturating_sub(qbuf),
@@ -422,6 +454,8 @@ impl Registry {
             unblock_reason: AtomicU8::new(0),
             unblock_signal: Notify::new(),
             user: Mutex::new(user.clone()),
+            outbox: Default::default(),
+            subscribed: Default::default(),
         });
         self.clients.lock().insert(id, shared.clone());
         Client {
@@ -444,6 +478,7 @@ impl Registry {
             propagated: Vec::new(),
             propagation_replaced: false,
             durable_at: 0,
+            subscriptions: Default::default(),
         }
     }
 

@@ -263,6 +263,8 @@ struct Special {
     not_queued: [usize; 6],
     /// What a client in MULTI may still send over `maxmemory`.
     oom_exempt_in_multi: [usize; 4],
+    /// What a RESP2 client may send while it subscribes to something.
+    in_subscribed_mode: [usize; 9],
 }
 
 fn special() -> &'static Special {
@@ -285,6 +287,17 @@ fn special() -> &'static Special {
                 id("reset"),
             ],
             oom_exempt_in_multi: [id("exec"), id("discard"), id("quit"), id("reset")],
+            in_subscribed_mode: [
+                id("ping"),
+                id("subscribe"),
+                id("ssubscribe"),
+                id("unsubscribe"),
+                id("sunsubscribe"),
+                id("psubscribe"),
+                id("punsubscribe"),
+                id("quit"),
+                id("reset"),
+            ],
         }
     })
 }
@@ -361,6 +374,24 @@ fn dispatch(
     let delay_ms = server.persistence.restart_delay_left_ms(server);
     if delay_ms > 0 && writes(client, command) {
         let message = restart_delay_error(delay_ms);
+        reject(
+            server,
+            client,
+            reply,
+            Some(command),
+            args,
+            message.as_bytes(),
+        );
+        return Outcome::Done;
+    }
+    if client.subscriptions.any()
+        && reply.resp() == latch_protocol::Resp::V2
+        && !special().in_subscribed_mode.contains(&command.id)
+    {
+        let message = format!(
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            command.full_name
+        );
         reject(
             server,
             client,

@@ -11,6 +11,7 @@
 //! - [`net`]: listeners, the connection loop, and background work.
 //! - [`busy_poll`]: polling a little before the runtime sleeps (`busy-poll-us`).
 //! - [`persistence`]: the AOF and RDB snapshots (formats in `latch-persist`).
+//! - [`pubsub`]: channels, patterns and their subscribers; how messages reach them.
 
 pub mod acl;
 pub mod busy_poll;
@@ -20,6 +21,7 @@ pub mod config;
 pub mod gate;
 pub mod net;
 pub mod persistence;
+pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod spec;

@@ -290,6 +290,10 @@ struct Registered<'s> {
 impl Drop for Registered<'_> {
     fn drop(&mut self) {
         gate::end_block(self.server, &mut self.client);
+        let client = &mut self.client;
+        if client.subscriptions.any() {
+            crate::pubsub::leave_all(self.server, &client.shared, &mut client.subscriptions);
+        }
         self.server.clients.disconnect(self.client.id);
     }
 }
@@ -328,6 +332,8 @@ struct Limits {
     query: u64,
     /// `client-output-buffer-limit` for normal clients.
     output: BufferLimit,
+    /// `client-output-buffer-limit` for clients subscribed to something.
+    pubsub_output: BufferLimit,
     /// `maxmemory-clients` in bytes (0: none).
     clients_memory: usize,
     idle_timeout: Duration,
@@ -344,8 +350,22 @@ impl Limits {
                 soft_bytes: 0,
                 soft_seconds: 0,
             },
+            pubsub_output: BufferLimit {
+                hard_bytes: 0,
+                soft_bytes: 0,
+                soft_seconds: 0,
+            },
             clients_memory: 0,
             idle_timeout: Duration::ZERO,
+        }
+    }
+
+    /// The output limit of the client's class: pubsub while it subscribes to something.
+    fn output_for(&self, client: &Client) -> &BufferLimit {
+        if client.subscriptions.any() {
+            &self.pubsub_output
+        } else {
+            &self.output
         }
     }
 
@@ -356,7 +376,9 @@ impl Limits {
         self.epoch = server.config.epoch();
         self.request.max_bulk_len = server.config.proto_max_bulk_len();
         self.query = server.config.client_query_buffer_limit();
-        self.output = server.config.client_output_buffer_limits()[0];
+        let output_limits = server.config.client_output_buffer_limits();
+        self.output = output_limits[0];
+        self.pubsub_output = output_limits[crate::pubsub::PUBSUB_CLASS];
         self.clients_memory = clients_memory_limit(server);
         self.idle_timeout = Duration::from_secs(server.config.timeout_s());
     }
@@ -511,6 +533,9 @@ where
     let shared = Arc::clone(&client.shared);
     let interrupt = interruption(&shared, server, true);
     tokio::pin!(interrupt);
+    // Made once, as `interrupt`, and made anew each time it resolves.
+    let outbox_ready = shared.outbox.ready();
+    tokio::pin!(outbox_ready);
     let mut buffers = Buffers {
         input: BytesMut::with_capacity(READ_CHUNK),
         input_allocation: READ_CHUNK,
@@ -547,6 +572,9 @@ where
             *input_allocation = input.capacity();
         }
         let is_monitor = monitor.is_some();
+        // Monitors and subscribers wait for what others send them: no idle timeout.
+        let times_out =
+            !limits.idle_timeout.is_zero() && !is_monitor && !client.subscriptions.any();
         let read = tokio::select! {
             biased;
             interrupted = &mut interrupt => {
@@ -571,7 +599,16 @@ where
                 }
                 continue;
             }
-            _ = idle(limits.idle_timeout), if !limits.idle_timeout.is_zero() && !is_monitor => {
+            _ = &mut outbox_ready => {
+                outbox_ready.set(shared.outbox.ready());
+                shared.outbox.take_into(reply.buffer());
+                let output_limit = limits.output_for(client);
+                if !flush(server, client, stream, reply, output_limit, &mut buffers.soft_limit_since).await {
+                    break 'connection;
+                }
+                continue;
+            }
+            _ = idle(limits.idle_timeout), if times_out => {
                 debug!(id, "closing idle client");
                 break 'connection;
             }
@@ -641,12 +678,17 @@ where
                 let found = if parsed > 1 { found[index] } else { None };
                 let ok = execute(server, client, reply, args, found, reading).await;
                 reading = client.reading.take();
+                if client.shared.outbox.queued() > 0 {
+                    // Messages sent to this client (by others, or by its own command) go
+                    // after the reply of the command that just ran.
+                    client.shared.outbox.take_into(reply.buffer());
+                }
                 // Dropped now: the arguments share the input buffer's memory.
                 args.clear();
                 if !ok {
                     break 'connection;
                 }
-                if over_output_hard_limit(server, client, reply, &limits.output) {
+                if over_output_hard_limit(server, client, reply, limits.output_for(client)) {
                     break 'connection;
                 }
                 let is_monitor = client.shared.monitor.load(Ordering::Relaxed);
@@ -738,7 +780,7 @@ where
             client,
             stream,
             &mut buffers.reply,
-            &limits.output,
+            limits.output_for(client),
             &mut buffers.soft_limit_since,
         )
         .await
@@ -761,7 +803,15 @@ async fn flush_batch<W: AsyncWrite + Unpin>(
     soft_since: &mut Option<tokio::time::Instant>,
 ) -> bool {
     *reply_peak = (*reply_peak).max(reply.len());
-    flush(server, client, writer, reply, &limits.output, soft_since).await
+    flush(
+        server,
+        client,
+        writer,
+        reply,
+        limits.output_for(client),
+        soft_since,
+    )
+    .await
 }
 
 /// Whether the replies waiting to be written passed the hard output limit of normal

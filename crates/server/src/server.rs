@@ -31,6 +31,8 @@ pub struct Server {
     pub active_expire: AtomicBool,
     /// Last time the stats were reset, for INFO.
     pub monitor_feed: broadcast::Sender<Bytes>,
+    /// Pub/sub channels and patterns and their subscribers.
+    pub pubsub: crate::pubsub::Hub,
     pub shutdown_requested: AtomicBool,
     pub shutdown: Notify,
     /// The Lua VM, the script cache and the state of the running script.
@@ -89,6 +91,7 @@ impl Server {
             started_unix_s: now.wall_s(),
             active_expire: AtomicBool::new(true),
             monitor_feed,
+            pubsub: crate::pubsub::Hub::new(),
             shutdown_requested: AtomicBool::new(false),
             shutdown: Notify::new(),
             scripting: Scripting::new(),

@@ -33,6 +33,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     commands::function::COMMANDS,
     commands::scripting::COMMANDS,
     commands::transaction::COMMANDS,
+    commands::pubsub::COMMANDS,
 ];
 
 /// One resolved entry: a command or a subcommand.

@@ -395,9 +395,14 @@ fn client_type_by_name(name: &[u8]) -> Option<ClientType> {
     }
 }
 
-/// Every connection is a normal client until replication and pub/sub exist.
-fn client_type_of(_client: &ClientShared) -> ClientType {
-    ClientType::Normal
+/// A client subscribed to anything is a pubsub client; every other one is normal (until
+/// replication).
+fn client_type_of(client: &ClientShared) -> ClientType {
+    if client.is_pubsub() {
+        ClientType::Pubsub
+    } else {
+        ClientType::Normal
+    }
 }
 
 fn unknown_type(ctx: &mut Ctx<'_, '_>, name: &[u8]) {

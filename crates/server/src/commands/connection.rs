@@ -114,6 +114,15 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 fn ping(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    if args.len() <= 2 && ctx.client.subscriptions.any() && ctx.reply.resp() == Resp::V2 {
+        // A RESP2 subscriber tells a reply from a message by its shape: PING answers in
+        // the shape of a message.
+        ctx.reply.array(2);
+        ctx.reply.bulk(b"pong");
+        ctx.reply
+            .bulk(args.get(1).map_or(&b""[..], |message| &message[..]));
+        return;
+    }
     match args.len() {
         1 => ctx.reply.simple(b"PONG"),
         2 => ctx.reply.bulk(&args[1]),
@@ -283,13 +292,14 @@ fn auth(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 }
 
 /// RESET: database 0, RESP2, no name, replies on, not a monitor, and authenticated only
-/// if the default user needs no password. (Transactions and subscriptions join this list
-/// when they exist.)
+/// if the default user needs no password, subscribed to nothing. (The gatekeeper ended any
+/// transaction before.)
 fn reset(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
     let shared = ctx.client.shared.clone();
     if shared.monitor.swap(false, Ordering::Relaxed) {
         ctx.server.clients.monitors.fetch_sub(1, Ordering::Relaxed);
     }
+    crate::pubsub::leave_all(ctx.server, &shared, &mut ctx.client.subscriptions);
     ctx.client.db = 0;
     shared.db.store(0, Ordering::Relaxed);
     ctx.reply.set_resp(Resp::V2);

@@ -663,13 +663,19 @@ fn stats_section(server: &Server, out: &mut String) {
     field(out, "current_eviction_exceeded_time", 0);
     field(out, "keyspace_hits", load(&stats.keyspace_hits));
     field(out, "keyspace_misses", load(&stats.keyspace_misses));
-    for name in [
+    let pubsub = &server.pubsub;
+    field(
+        out,
         "pubsub_channels",
-        "pubsub_patterns",
+        pubsub.channel_count(crate::pubsub::Kind::Channel),
+    );
+    field(out, "pubsub_patterns", pubsub.pattern_count());
+    field(
+        out,
         "pubsubshard_channels",
-        "latest_fork_usec",
-        "total_forks",
-    ] {
+        pubsub.channel_count(crate::pubsub::Kind::Shard),
+    );
+    for name in ["latest_fork_usec", "total_forks"] {
         field(out, name, 0);
     }
     field(

@@ -21,6 +21,7 @@ pub mod info;
 pub mod keys;
 pub mod list;
 pub mod persistence;
+pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod set;
