@@ -73,7 +73,46 @@ impl Rules {
     }
 
     fn unrestricted(&self) -> bool {
-        self.enabled && self.all_keys && self.allowed.iter().all(|&a| a)
+        self.enabled && self.all_keys && self.all_channels && self.allowed.iter().all(|&a| a)
+    }
+
+    /// Whether `channel` passes the channel rules. A pattern (PSUBSCRIBE's argument) must
+    /// be one of the rules exactly; a channel must match one of them as a glob.
+    pub fn channel_allowed(&self, channel: &[u8], is_pattern: bool) -> bool {
+        self.all_channels
+            || self.channels.iter().any(|rule| {
+                if is_pattern {
+                    rule[..] == channel[..]
+                } else {
+                    latch_keyspace::glob::glob_match(rule, channel, false)
+                }
+            })
+    }
+
+    /// Whether every channel the command publishes or subscribes to passes the rules.
+    pub fn channels_allowed(&self, command: &Command, args: &[Bytes]) -> bool {
+        self.first_denied_channel(command, args).is_none()
+    }
+
+    /// The first channel (or pattern) the command publishes or subscribes to that the rules
+    /// refuse. Unsubscribing is never refused.
+    pub fn first_denied_channel<'a>(
+        &self,
+        command: &Command,
+        args: &'a [Bytes],
+    ) -> Option<&'a Bytes> {
+        if self.all_channels || !command.spec.has_flag(crate::spec::flag::PUBSUB) {
+            return None;
+        }
+        let (channels, is_pattern) = match command.full_name.as_str() {
+            "publish" | "spublish" => (args.get(1..2).unwrap_or(&[]), false),
+            "subscribe" | "ssubscribe" => (args.get(1..).unwrap_or(&[]), false),
+            "psubscribe" => (args.get(1..).unwrap_or(&[]), true),
+            _ => return None,
+        };
+        channels
+            .iter()
+            .find(|channel| !self.channel_allowed(channel, is_pattern))
     }
 
     /// `+@all`/`-@all` followed by the command rules, as `ACL GETUSER` shows them.
@@ -478,6 +517,9 @@ impl User {
         if !rules.keys_allowed(command.spec, args) {
             return Some(Denied::Key);
         }
+        if !rules.channels_allowed(command, args) {
+            return Some(Denied::Channel);
+        }
         None
     }
 
@@ -497,6 +539,14 @@ impl User {
         denied
     }
 
+    /// The first channel of the command the user may not use (for ACL DRYRUN's reply).
+    pub fn first_denied_channel(&self, command: &Command, args: &[Bytes]) -> Option<Bytes> {
+        self.rules
+            .read()
+            .first_denied_channel(command, args)
+            .cloned()
+    }
+
     /// Replaces the rules (ACL SETUSER applies a whole list, or none of it).
     fn set_rules(&self, rules: Rules) {
         self.unrestricted
@@ -510,6 +560,7 @@ impl User {
 pub enum Denied {
     Command,
     Key,
+    Channel,
 }
 
 impl Denied {
@@ -521,6 +572,7 @@ impl Denied {
             Denied::Key => {
                 "can't access at least one of the keys mentioned in the command arguments"
             }
+            Denied::Channel => "can't publish to the channel mentioned in the command",
         }
     }
 
@@ -533,6 +585,10 @@ impl Denied {
             ),
             Denied::Key => {
                 "this user has no permissions to access one of the keys used as arguments"
+                    .to_string()
+            }
+            Denied::Channel => {
+                "this user has no permissions to access one of the channels used as arguments"
                     .to_string()
             }
         }
@@ -586,11 +642,22 @@ impl Acl {
 
     /// ACL SETUSER: applies every rule to a copy, then stores it; an error leaves the user
     /// (or its absence) as it was. The error names the rule, as Redis' does.
-    pub fn set_user(&self, name: &str, ops: &[Bytes]) -> Result<(), String> {
+    /// `all_channels_by_default` is `acl-pubsub-default allchannels`: a new user, and one
+    /// `reset`, may then use every channel. Returns the user.
+    pub fn set_user(
+        &self,
+        name: &str,
+        ops: &[Bytes],
+        all_channels_by_default: bool,
+    ) -> Result<Arc<User>, String> {
         let existing = self.get(name);
         let mut rules = match &existing {
             Some(user) => user.rules(),
-            None => Rules::empty(),
+            None => {
+                let mut rules = Rules::empty();
+                rules.all_channels = all_channels_by_default;
+                rules
+            }
         };
         for op in ops {
             rules.apply(op).map_err(|reason| {
@@ -599,16 +666,23 @@ impl Acl {
                     String::from_utf8_lossy(op)
                 )
             })?;
-        }
-        match existing {
-            Some(user) => user.set_rules(rules),
-            None => {
-                self.users
-                    .write()
-                    .insert(name.to_string(), Arc::new(User::new(name, rules)));
+            if all_channels_by_default && op.eq_ignore_ascii_case(b"reset") {
+                rules.all_channels = true;
             }
         }
-        Ok(())
+        match existing {
+            Some(user) => {
+                user.set_rules(rules);
+                Ok(user)
+            }
+            None => {
+                let user = Arc::new(User::new(name, rules));
+                self.users
+                    .write()
+                    .insert(name.to_string(), Arc::clone(&user));
+                Ok(user)
+            }
+        }
     }
 
     /// `requirepass` set at run time: the default user's passwords become that one.
@@ -701,6 +775,7 @@ mod tests {
         acl.set_user(
             "bob",
             &[Bytes::from_static(b"on"), Bytes::from_static(b">pw")],
+            false,
         )
         .unwrap();
         let bob = acl.get("bob").unwrap();
@@ -710,9 +785,44 @@ mod tests {
         let failed = acl.set_user(
             "bob",
             &[Bytes::from_static(b"off"), Bytes::from_static(b"bad")],
+            false,
         );
         assert!(failed.unwrap_err().contains("modifier 'bad': Syntax error"));
         assert!(bob.is_enabled());
         assert!(acl.default_user().is_unrestricted());
+    }
+
+    #[test]
+    fn channel_rules_match_channels_as_globs_and_patterns_literally() {
+        let rules = user(&["on", "nopass", "+@all", "~*", "&news.*", "&alerts"]);
+        assert!(rules.channel_allowed(b"news.today", false));
+        assert!(rules.channel_allowed(b"alerts", false));
+        assert!(!rules.channel_allowed(b"sports", false));
+        assert!(rules.channel_allowed(b"news.*", true));
+        assert!(!rules.channel_allowed(b"news.t*", true));
+        assert!(!rules.channel_allowed(b"*", true));
+        let table = table();
+        let args = |words: &[&str]| -> Vec<Bytes> {
+            words
+                .iter()
+                .map(|w| Bytes::copy_from_slice(w.as_bytes()))
+                .collect()
+        };
+        let publish = table.lookup(b"publish").unwrap();
+        let psubscribe = table.lookup(b"psubscribe").unwrap();
+        let unsubscribe = table.lookup(b"unsubscribe").unwrap();
+        assert!(rules.channels_allowed(publish, &args(&["publish", "news.x", "m"])));
+        assert!(!rules.channels_allowed(publish, &args(&["publish", "other", "m"])));
+        assert!(!rules.channels_allowed(psubscribe, &args(&["psubscribe", "news.*", "a*"])));
+        assert!(rules.channels_allowed(unsubscribe, &args(&["unsubscribe", "anything"])));
+        let acl = Acl::new(None);
+        let fresh = acl.set_user("fresh", &[], false).unwrap();
+        assert!(!fresh.rules().all_channels);
+        let open = acl.set_user("open", &[], true).unwrap();
+        assert!(open.rules().all_channels);
+        let reset = acl
+            .set_user("fresh", &[Bytes::from_static(b"reset")], true)
+            .unwrap();
+        assert!(reset.rules().all_channels);
     }
 }

@@ -282,7 +282,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("maxmemory-policy", None, 0, Kind::Enum(MAXMEMORY_POLICY), "noeviction", Effect::Inert),
     opt("appendfsync", None, 0, Kind::Enum(APPENDFSYNC), "everysec", Effect::Acts),
     opt("oom-score-adj", None, 0, Kind::Enum(OOM_SCORE_ADJ), "no", Effect::Inert),
-    opt("acl-pubsub-default", None, 0, Kind::Enum(ACL_PUBSUB_DEFAULT), "resetchannels", Effect::Inert),
+    opt("acl-pubsub-default", None, 0, Kind::Enum(ACL_PUBSUB_DEFAULT), "resetchannels", Effect::Acts),
     opt("sanitize-dump-payload", None, o::DEBUG, Kind::Enum(SANITIZE_DUMP_PAYLOAD), "no", Effect::Inert),
     opt("enable-protected-configs", None, o::IMMUTABLE, Kind::Enum(PROTECTED_ACTION), "no", Effect::Acts),
     opt("enable-debug-command", None, o::IMMUTABLE, Kind::Enum(PROTECTED_ACTION), "no", Effect::Acts),

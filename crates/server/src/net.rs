@@ -676,11 +676,15 @@ where
             let mut reading = first_reading.take();
             for (index, args) in batch.iter_mut().take(parsed).enumerate() {
                 let found = if parsed > 1 { found[index] } else { None };
+                // Messages sent to this client go out in the order they came relative to
+                // its replies: what came before a command goes before its reply, what
+                // the command caused (its own writes' invalidations) after it.
+                if client.shared.outbox.queued() > 0 {
+                    client.shared.outbox.take_into(reply.buffer());
+                }
                 let ok = execute(server, client, reply, args, found, reading).await;
                 reading = client.reading.take();
                 if client.shared.outbox.queued() > 0 {
-                    // Messages sent to this client (by others, or by its own command) go
-                    // after the reply of the command that just ran.
                     client.shared.outbox.take_into(reply.buffer());
                 }
                 // Dropped now: the arguments share the input buffer's memory.

@@ -142,8 +142,17 @@ fn name_of(bytes: &Bytes) -> String {
 }
 
 fn acl_setuser(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
-    match ctx.server.acl.set_user(&name_of(&args[2]), &args[3..]) {
-        Ok(()) => ctx.reply.ok(),
+    let all_channels_by_default = ctx.server.config.get_i64("acl-pubsub-default") == 1;
+    match ctx
+        .server
+        .acl
+        .set_user(&name_of(&args[2]), &args[3..], all_channels_by_default)
+    {
+        Ok(user) => {
+            // Subscribers of this user that lost a channel are closed, as in Redis.
+            crate::pubsub::close_revoked_subscribers(ctx.server, &user);
+            ctx.reply.ok()
+        }
         Err(message) => ctx.reply.error(message.as_bytes()),
     }
 }
@@ -306,6 +315,19 @@ fn acl_dryrun(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
                 "This user has no permissions to run the '{}' command",
                 command.full_name
             );
+            ctx.reply.bulk(text.as_bytes());
+        }
+        Some(crate::acl::Denied::Channel) => {
+            let text = match user.first_denied_channel(command, command_args) {
+                Some(channel) => format!(
+                    "This user has no permissions to access the '{}' channel",
+                    name_of(&channel)
+                ),
+                None => {
+                    "This user has no permissions to access one of the channels used as arguments"
+                        .to_string()
+                }
+            };
             ctx.reply.bulk(text.as_bytes());
         }
         Some(crate::acl::Denied::Key) => {

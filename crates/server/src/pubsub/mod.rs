@@ -219,6 +219,31 @@ impl Hub {
         stripe.map(kind).get(channel).map_or(0, Vec::len)
     }
 
+    /// Every subscription of client `id`, found by going through all of them (for the
+    /// rare ACL change that must check a client's channels).
+    pub fn subscriptions_of(&self, id: u64) -> Subscriptions {
+        let mut found = Subscriptions::default();
+        for stripe in self.stripes.iter() {
+            let stripe = stripe.lock();
+            for (map, into) in [
+                (&stripe.channels, &mut found.channels),
+                (&stripe.shard_channels, &mut found.shard_channels),
+            ] {
+                for (channel, subscribers) in map {
+                    if subscribers.iter().any(|c| c.id == id) {
+                        into.insert(channel.clone());
+                    }
+                }
+            }
+        }
+        for (pattern, subscribers) in self.patterns.read().iter() {
+            if subscribers.iter().any(|c| c.id == id) {
+                found.patterns.insert(pattern.clone());
+            }
+        }
+        found
+    }
+
     /// Distinct patterns subscribed to (PUBSUB NUMPAT, INFO pubsub_patterns).
     pub fn pattern_count(&self) -> usize {
         self.pattern_count.load(Ordering::Relaxed)
@@ -326,4 +351,32 @@ pub fn leave_all(server: &Server, shared: &ClientShared, subscriptions: &mut Sub
         server.pubsub.punsubscribe(&pattern, shared.id);
     }
     shared.set_subscription_counts(subscriptions);
+}
+
+/// After `user`'s rules changed: closes its clients that subscribe to a channel or pattern
+/// the rules no longer allow, as Redis does.
+pub fn close_revoked_subscribers(server: &Server, user: &Arc<crate::acl::User>) {
+    let rules = user.rules();
+    if rules.all_channels {
+        return;
+    }
+    for client in server.clients.list() {
+        if !client.is_pubsub() || !Arc::ptr_eq(&client.user.lock(), user) {
+            continue;
+        }
+        let held = server.pubsub.subscriptions_of(client.id);
+        let revoked = held
+            .patterns
+            .iter()
+            .any(|p| !rules.channel_allowed(p, true))
+            || held
+                .channels
+                .iter()
+                .chain(held.shard_channels.iter())
+                .any(|c| !rules.channel_allowed(c, false));
+        if revoked {
+            client.outbox.close_quietly();
+            client.kill();
+        }
+    }
 }

@@ -92,6 +92,11 @@ impl Outbox {
         now.saturating_sub(since) > allowed_ns
     }
 
+    /// Stops queueing (the client is being closed for another reason).
+    pub fn close_quietly(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+    }
+
     #[cold]
     fn close(&self, server: &Server, owner: &ClientShared) {
         if self.closed.swap(true, Ordering::Relaxed) {
