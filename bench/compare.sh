@@ -3,7 +3,8 @@
 #
 #   bench/compare.sh [--rounds N] [--quick] [--placements "pinned unpinned"]
 #                    [--persistence "off everysec always"] [--no-memory]
-#                    [--rows "SET GET SETNX INCR MSET LOCK RELEASE RELEASE_VM"]
+#                    [--rows "SET GET SETNX INCR MSET LOCK RELEASE RELEASE_VM
+#                            PUBLISH_1 PUBLISH_50 PFADD PFCOUNT"]
 #
 # For each placement (pinned: both servers on core 0, redis-benchmark on core 1; unpinned:
 # no taskset) and persistence mode (off, appendfsync everysec, appendfsync always), rounds
@@ -13,7 +14,11 @@
 # The rows: SET, GET, SETNX (random keys), INCR, MSET (10 keys), SET k token NX PX 30000
 # (the lock acquire), and the Lua compare-and-delete release through EVALSHA (RELEASE, which
 # Latch runs without its VM, and RELEASE_VM, the same script with a comment, which it runs
-# in the VM: see bench/lib.sh); at 50 clients
+# in the VM: see bench/lib.sh), PFADD (random elements into one HyperLogLog) and PFCOUNT
+# of it; and pub/sub fan-out: PUBLISH_1 and PUBLISH_50 publish to a channel with 1 or 50
+# subscribers (bench/subscribers.c, beside the load generator), and their requests/s
+# column is the messages delivered per second, counted by the subscribers from their first
+# byte to their last (the ceiling responder cannot subscribe: no ceiling there); at 50 clients
 # with pipeline 1 and 16, and 1 client with pipeline 1. With persistence on, only the write
 # rows at 50 clients, pipeline 1. `--rows` keeps only the rows named (for a quick look at
 # one row: `--rows RELEASE --placements unpinned --persistence off --no-memory`).
@@ -29,6 +34,7 @@
 set -euo pipefail
 
 rounds=3 quick=0 memory=1
+all_rows="SET GET SETNX INCR MSET LOCK RELEASE RELEASE_VM PFADD PFCOUNT PUBLISH_1 PUBLISH_50"
 placements="pinned unpinned"
 persistence="off everysec always"
 only_rows=""
@@ -42,7 +48,7 @@ while [[ $# -gt 0 ]]; do
         --rows)
             only_rows=$2; shift 2
             for row in $only_rows; do
-                [[ " SET GET SETNX INCR MSET LOCK RELEASE RELEASE_VM " == *" $row "* ]] || {
+                [[ " $all_rows " == *" $row "* ]] || {
                     echo "unknown row $row" >&2; exit 2; }
             done ;;
         *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
@@ -54,6 +60,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 need_tools redis-server redis-benchmark redis-cli taskset gcc
 ceiling_bin=$work/ceiling
 gcc -O2 -o "$ceiling_bin" "$repo/bench/ceiling.c"
+subscribers_bin=$work/subscribers
+gcc -O2 -o "$subscribers_bin" "$repo/bench/subscribers.c"
 [[ $(nproc) -ge 2 ]] || { echo "needs 2 cores for the pinned placement" >&2; exit 1; }
 
 # Requests per run, by clients/pipeline: each run lasts about a second or two.
@@ -86,7 +94,11 @@ start() {
     wait_for_server
 }
 
-# bench PLACEMENT ROW SHAPE: prints "rps p50 p99 cpu_us_per_request".
+# The message every subscriber of a PUBLISH_N row receives, as its bytes arrive.
+fanout_message='*3\r\n$7\r\nmessage\r\n$4\r\nfeed\r\n$3\r\nxxx\r\n'
+
+# bench PLACEMENT ROW SHAPE: prints "rps p50 p99 cpu_us_per_request" (for a PUBLISH_N row,
+# rps is messages delivered per second).
 bench() {
     local placement=$1 row=$2 shape=$3 clients pipeline requests
     clients=${shape%%-*}; clients=${clients#c}
@@ -94,20 +106,41 @@ bench() {
     requests=$(requests_for "$shape")
     local pin=()
     [[ $placement == pinned ]] && pin=(taskset -c 1)
+    local fanout=0 subscribers_pid=
+    if [[ $row == PUBLISH_* ]]; then
+        fanout=${row#PUBLISH_}
+        [[ $fanout -gt 1 ]] && requests=$((requests / 10))
+        local message_bytes
+        message_bytes=$(printf "$fanout_message" | wc -c)
+        "${pin[@]}" "$subscribers_bin" "$port" feed "$fanout" "$requests" "$message_bytes" \
+            >"$work/subscribers.out" &
+        subscribers_pid=$!
+        local _
+        for _ in $(seq 200); do
+            grep -q ready "$work/subscribers.out" 2>/dev/null && break
+            sleep 0.05
+        done
+    fi
     local before after
     before=$(cpu_ticks)
     # shellcheck disable=SC2046
     "${pin[@]}" redis-benchmark -p "$port" -r 100000 -n "$requests" -c "$clients" \
         -P "$pipeline" --csv $(row_args "$row") 2>/dev/null >"$work/out.csv"
+    local delivered_rps=-
+    if [[ -n $subscribers_pid ]]; then
+        wait "$subscribers_pid"
+        delivered_rps=$(awk 'NR == 2 && $2 > 0 { printf "%.0f", $1 / $2 }' "$work/subscribers.out")
+    fi
     after=$(cpu_ticks)
-    awk -F'","' -v ticks=$((after - before)) -v hz="$ticks_per_second" -v n="$requests" '
+    awk -F'","' -v ticks=$((after - before)) -v hz="$ticks_per_second" -v n="$requests" \
+        -v delivered="$delivered_rps" '
         NR == 2 { gsub(/"/, "", $2); gsub(/"/, "", $5); gsub(/"/, "", $7);
-                  printf "%s %s %s %.2f\n", $2, $5, $7, ticks / hz * 1e6 / n }' "$work/out.csv"
+                  rps = delivered != "-" ? delivered : $2
+                  printf "%s %s %s %.2f\n", rps, $5, $7, ticks / hz * 1e6 / n }' "$work/out.csv"
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "-" && b > 0) printf "%.2f", a / b; else print "-" }'; }
 
-all_rows="SET GET SETNX INCR MSET LOCK RELEASE RELEASE_VM"
 write_rows="SET SETNX INCR MSET LOCK RELEASE"
 shapes="c50-P1 c50-P16 c1-P1"
 
@@ -136,6 +169,10 @@ for placement in $placements; do
                 fi
                 for row in $rows; do
                     for shape in $cells; do
+                        if [[ $which == ceiling && $row == PUBLISH_* ]]; then
+                            echo "- - - -" >>"$work/res.$which.$row.$shape"
+                            continue
+                        fi
                         bench "$placement" "$row" "$shape" >>"$work/res.$which.$row.$shape"
                     done
                 done

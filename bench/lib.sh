@@ -85,6 +85,9 @@ row_args() {
         LOCK) echo "SET lock:__rand_int__ token NX PX 30000" ;;
         RELEASE) echo "EVALSHA $release_sha 1 lock:__rand_int__ token" ;;
         RELEASE_VM) echo "EVALSHA $release_vm_sha 1 lock:__rand_int__ token" ;;
+        PFADD) echo "PFADD hll element:__rand_int__" ;;
+        PFCOUNT) echo "PFCOUNT hll" ;;
+        PUBLISH_*) echo "PUBLISH feed xxx" ;;
         *) echo "unknown row $1" >&2; exit 2 ;;
     esac
 }
