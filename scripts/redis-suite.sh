@@ -69,6 +69,7 @@ DEFAULT_UNITS=(
     unit/sort
     unit/bitops
     unit/bitfield
+    unit/hyperloglog
     unit/multi
     unit/functions
     unit/scripting
@@ -99,6 +100,7 @@ declare -A EXPECTED_OK=(
     [unit/sort]=52
     [unit/bitops]=45
     [unit/bitfield]=16
+    [unit/hyperloglog]=20
     [unit/multi]=39
     [unit/functions]=90
     [unit/scripting]=188

@@ -356,7 +356,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("hash-max-listpack-value", Some("hash-max-ziplist-value"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "64", Effect::Inert),
     opt("stream-node-max-bytes", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "4096", Effect::Acts),
     opt("zset-max-listpack-value", Some("zset-max-ziplist-value"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "64", Effect::Inert),
-    opt("hll-sparse-max-bytes", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "3000", Effect::Inert),
+    opt("hll-sparse-max-bytes", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "3000", Effect::Acts),
     opt("tracking-table-max-keys", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "1000000", Effect::Inert),
     opt("client-query-buffer-limit", None, o::DEBUG, Kind::Number { min: 1048576, max: I64_MAX, unsigned: true, format: Format::Memory }, "1073741824", Effect::Acts),
     opt("maxmemory-clients", None, 0, Kind::Number { min: -100, max: I64_MAX, unsigned: false, format: Format::MemoryOrPercent }, "0", Effect::Acts),
@@ -1785,6 +1785,11 @@ impl Config {
 
     pub fn proto_max_bulk_len(&self) -> u64 {
         self.unsigned("proto-max-bulk-len")
+    }
+
+    /// The largest a sparse HyperLogLog may grow (header included) before it turns dense.
+    pub fn hll_sparse_max_bytes(&self) -> u64 {
+        self.unsigned("hll-sparse-max-bytes")
     }
 
     pub fn client_query_buffer_limit(&self) -> u64 {

@@ -14,6 +14,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     commands::client::COMMANDS,
     commands::string::COMMANDS,
     commands::bitmap::COMMANDS,
+    commands::hyperloglog::COMMANDS,
     commands::list::COMMANDS,
     commands::set::COMMANDS,
     commands::hash::COMMANDS,

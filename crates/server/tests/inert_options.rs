@@ -23,7 +23,7 @@ const INERT: &str = "
     cluster-port cluster-preferred-endpoint-type cluster-replica-no-failover
     cluster-replica-validity-factor cluster-require-full-coverage crash-log-enabled
     crash-memcheck-enabled disable-thp dynamic-hz enable-module-command
-    hash-max-listpack-entries hash-max-listpack-value hll-sparse-max-bytes ignore-warnings
+    hash-max-listpack-entries hash-max-listpack-value ignore-warnings
     io-threads-do-reads jemalloc-bg-thread key-load-delay latency-tracking
     latency-tracking-info-percentiles lazyfree-lazy-eviction lazyfree-lazy-expire
     lazyfree-lazy-server-del lazyfree-lazy-user-del lazyfree-lazy-user-flush lfu-decay-time

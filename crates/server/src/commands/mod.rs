@@ -17,6 +17,7 @@ pub mod debug;
 pub mod function;
 pub mod geo;
 pub mod hash;
+pub mod hyperloglog;
 pub mod info;
 pub mod keys;
 pub mod list;
