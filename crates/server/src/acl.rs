@@ -505,13 +505,16 @@ impl User {
         rules.passwords.contains(&hash)
     }
 
-    /// What the gatekeeper checks: `None` when allowed, else the denial.
+    /// What the gatekeeper checks: `None` when allowed, else the denial. Commands flagged
+    /// `no-auth` (AUTH, HELLO, QUIT, RESET) pass the command rules whatever they say, as in
+    /// Redis' `ACLSelectorCheckCmd`: a user without `+auth` can still log in again or switch
+    /// users (the key rules still apply, and these commands name no keys).
     pub fn check(&self, command: &Command, args: &[Bytes]) -> Option<Denied> {
         if self.is_unrestricted() {
             return None;
         }
         let rules = self.rules.read();
-        if !rules.command_allowed(command) {
+        if !command.spec.has_flag(spec::flag::NO_AUTH) && !rules.command_allowed(command) {
             return Some(Denied::Command);
         }
         if !rules.keys_allowed(command.spec, args) {

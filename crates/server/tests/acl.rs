@@ -95,3 +95,130 @@ fn users_rules_and_refusals() {
         "-ERR The 'default' user cannot be removed\r\n",
     );
 }
+
+/// One whole reply, as the server sent it (any RESP2 or RESP3 type).
+fn read_reply(reader: &mut impl std::io::BufRead) -> String {
+    let mut line = String::new();
+    reader.read_line(&mut line).expect("read a reply");
+    assert!(line.ends_with("\r\n"), "cut reply: {line:?}");
+    let count = |line: &str| line[1..line.len() - 2].parse::<i64>().expect("a length");
+    let mut reply = line.clone();
+    match line.as_bytes()[0] {
+        b'$' | b'=' | b'!' if count(&line) >= 0 => {
+            let mut data = vec![0u8; count(&line) as usize + 2];
+            reader.read_exact(&mut data).expect("read a bulk");
+            reply.push_str(&String::from_utf8_lossy(&data));
+        }
+        b'*' | b'~' | b'>' | b'%' => {
+            let items = count(&line).max(0) * if line.starts_with('%') { 2 } else { 1 };
+            for _ in 0..items {
+                reply.push_str(&read_reply(reader));
+            }
+        }
+        _ => {}
+    }
+    reply
+}
+
+/// Sends a command (space-separated words) and returns its reply.
+fn call(conn: &mut std::io::BufReader<std::net::TcpStream>, command: &str) -> String {
+    let args: Vec<&[u8]> = command.split(' ').map(str::as_bytes).collect();
+    std::io::Write::write_all(conn.get_mut(), &common::encode(&args)).expect("send");
+    read_reply(conn)
+}
+
+/// A HELLO reply with what differs between servers and connections (name, version, id)
+/// left out: its field names, and the protocol.
+fn hello_shape(reply: &str) -> String {
+    let lines: Vec<&str> = reply.split("\r\n").collect();
+    let mut shape = vec![lines[0].to_string()];
+    for (at, line) in lines.iter().enumerate() {
+        if matches!(
+            *line,
+            "server" | "version" | "proto" | "id" | "mode" | "role" | "modules"
+        ) {
+            shape.push(line.to_string());
+        }
+        if *line == "proto" {
+            shape.push(lines[at + 1].to_string());
+        }
+    }
+    shape.join(" ")
+}
+
+/// AUTH, HELLO, QUIT and RESET are flagged `no-auth`: Redis lets every user run them,
+/// whatever its command rules (`ACLSelectorCheckCmd` skips the command bits for them), so a
+/// user without `+auth` can log in again or switch users. Run against Latch and Debian's
+/// redis-server, the replies are the same.
+#[test]
+fn no_auth_commands_pass_any_command_rules() {
+    let latch = TestServer::start(&[]);
+    let redis = latch_testkit::Server::redis(&[]);
+    let mut transcripts = Vec::new();
+    for port in [latch.port, redis.port] {
+        let connect = || {
+            std::io::BufReader::new(
+                std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect"),
+            )
+        };
+        let mut admin = connect();
+        let mut user = connect();
+        let mut transcript = Vec::new();
+        let mut step = |conn: &mut std::io::BufReader<std::net::TcpStream>, command: &str| {
+            let mut reply = call(conn, command);
+            if command.starts_with("HELLO") && !reply.starts_with('-') {
+                reply = hello_shape(&reply);
+            }
+            transcript.push(format!("{command} -> {reply}"));
+            reply
+        };
+        assert_eq!(
+            step(&mut admin, "ACL SETUSER u on >pw -@all +get"),
+            "+OK\r\n"
+        );
+        assert_eq!(step(&mut user, "AUTH u pw"), "+OK\r\n");
+        // Now running as u, which has no +auth and no +hello.
+        assert_eq!(step(&mut user, "AUTH u pw"), "+OK\r\n");
+        assert_eq!(
+            step(&mut user, "HELLO 2 AUTH u pw"),
+            "*14 server version proto :2 id mode role modules"
+        );
+        assert_eq!(
+            step(&mut user, "HELLO 3 AUTH u pw"),
+            "%7 server version proto :3 id mode role modules"
+        );
+        assert_eq!(
+            step(&mut user, "HELLO 2"),
+            "*14 server version proto :2 id mode role modules"
+        );
+        assert_eq!(
+            step(&mut user, "AUTH u wrong"),
+            "-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+        );
+        // The command rules still hold for everything else.
+        assert_eq!(
+            step(&mut user, "SET a b"),
+            "-NOPERM this user has no permissions to run the 'set' command\r\n"
+        );
+        assert_eq!(
+            step(&mut user, "ACL WHOAMI"),
+            "-NOPERM this user has no permissions to run the 'acl|whoami' command\r\n"
+        );
+        // RESET is no-auth too: back to the default user.
+        assert_eq!(step(&mut user, "RESET"), "+RESET\r\n");
+        assert_eq!(step(&mut user, "ACL WHOAMI"), "$7\r\ndefault\r\n");
+        for command in ["AUTH u pw", "HELLO 2", "RESET", "QUIT"] {
+            assert_eq!(
+                step(&mut admin, &format!("ACL DRYRUN u {command}")),
+                "+OK\r\n",
+                "{command}"
+            );
+        }
+        assert_eq!(
+            step(&mut admin, "ACL DRYRUN u SET a b"),
+            bulk("This user has no permissions to run the 'set' command")
+        );
+        transcripts.push(transcript);
+    }
+    assert_eq!(transcripts[0], transcripts[1], "Latch, then redis-server");
+}

@@ -3,6 +3,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
+use std::os::fd::{AsRawFd, RawFd};
 
 use bytes::{Buf, BytesMut};
 use latch_protocol::frame::decode;
@@ -66,9 +67,7 @@ impl Connection {
 
     /// Sends one command and reads its reply (keeping any pushes that come before it).
     pub fn call(&mut self, args: &[Vec<u8>]) -> io::Result<Frame> {
-        let mut request = Vec::new();
-        encode(args, &mut request);
-        self.stream.write_all(&request)?;
+        self.send(args)?;
         loop {
             match self.read_frame()? {
                 Frame::Push(items) => self.pushes.push(Frame::Push(items)),
@@ -77,7 +76,20 @@ impl Connection {
         }
     }
 
-    fn read_frame(&mut self) -> io::Result<Frame> {
+    /// Sends one command without waiting for its reply.
+    pub fn send(&mut self, args: &[Vec<u8>]) -> io::Result<()> {
+        let mut request = Vec::new();
+        encode(args, &mut request);
+        self.stream.write_all(&request)
+    }
+
+    /// The socket, for shutting it down from a signal handler.
+    pub fn raw_fd(&self) -> RawFd {
+        self.stream.as_raw_fd()
+    }
+
+    /// The next frame the server sends, a reply or a push alike.
+    pub fn read_frame(&mut self) -> io::Result<Frame> {
         let mut chunk = vec![0u8; 64 * 1024];
         loop {
             match decode(&self.buffer) {

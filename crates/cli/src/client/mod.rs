@@ -4,9 +4,13 @@
 //! - `format.rs`: replies printed readably (at a terminal) or raw (piped), as redis-cli does.
 //! - `split.rs`: typed lines split into arguments with redis-cli's quoting.
 //! - `repl.rs`: the prompt, with history; lines from stdin when it is not a terminal.
+//! - `listen.rs`: SUBSCRIBE and friends, MONITOR: replies printed as they come until Ctrl-C.
+//! - `interrupt.rs`: Ctrl-C at the prompt ends such a command, not the session.
 
 mod conn;
 mod format;
+mod interrupt;
+mod listen;
 mod repl;
 mod split;
 
@@ -55,6 +59,17 @@ pub fn main(connect: &ConnectOpts, command: &[OsString]) -> ExitCode {
         None => return ExitCode::FAILURE,
     };
     let args: Vec<Vec<u8>> = command.iter().map(|a| a.as_bytes().to_vec()).collect();
+    if let Some(mode) = listen::Listen::of(&args) {
+        // Until the server refuses the command, the connection closes, or SIGINT (its
+        // default action) ends the process.
+        return match listen::listen(&mut connection, &args, mode, output, false) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("Error: {}", describe(&err));
+                ExitCode::FAILURE
+            }
+        };
+    }
     match connection.call(&args) {
         Ok(reply) => {
             print_reply(&reply, output, &args);
