@@ -115,11 +115,14 @@ bench() {
         "${pin[@]}" "$subscribers_bin" "$port" feed "$fanout" "$requests" "$message_bytes" \
             >"$work/subscribers.out" &
         subscribers_pid=$!
+        # Every subscription confirmed before the first PUBLISH, or the run is void.
         local _
-        for _ in $(seq 200); do
+        for _ in $(seq 1200); do
             grep -q ready "$work/subscribers.out" 2>/dev/null && break
+            kill -0 "$subscribers_pid" 2>/dev/null || break
             sleep 0.05
         done
+        grep -q ready "$work/subscribers.out" || { echo "subscribers never got ready" >&2; exit 1; }
     fi
     local before after
     before=$(cpu_ticks)

@@ -1,7 +1,7 @@
 //! `latch SUBSCRIBE/PSUBSCRIBE/SSUBSCRIBE/MONITOR`: the client keeps printing what the
-//! server sends until SIGINT, as redis-cli does. Each scenario runs against Debian's
-//! redis-server (Latch has no pub/sub yet) with `latch`, then with redis-cli: latch's output
-//! is the one written here, and byte for byte redis-cli's; both die of the SIGINT.
+//! server sends until SIGINT, as redis-cli does. Each scenario runs against latch-server
+//! and against Debian's redis-server, with `latch`, then with redis-cli: latch's output is
+//! the one written here, and byte for byte redis-cli's; both die of the SIGINT.
 
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use latch_testkit::{send_signal, Server};
+use latch_testkit::{send_signal, Program, Server};
 
 const LATCH: &str = env!("CARGO_BIN_EXE_latch");
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -264,7 +264,12 @@ const READING: &str = "Reading messages... (press Ctrl-C to quit)\n";
 
 #[test]
 fn subscribe_prints_messages_until_sigint() {
-    let server = Server::redis(&[]);
+    for program in [Program::Latch, Program::Redis] {
+        subscribe_prints_messages_until_sigint_against(&Server::start(program, &[]));
+    }
+}
+
+fn subscribe_prints_messages_until_sigint_against(server: &Server) {
     let scenario = |client: &Running, conn: &mut redis::Connection| {
         wait_subscribed(conn, &["PUBSUB", "NUMSUB", "ch2"], 1);
         publish_all(conn, "PUBLISH");
@@ -290,7 +295,7 @@ fn subscribe_prints_messages_until_sigint() {
         (&["--no-raw", "SUBSCRIBE", "ch", "ch2"], &readable),
         (&["-3", "--no-raw", "subscribe", "ch", "ch2"], &readable),
     ] {
-        let ended = like_redis_cli(&server, args, scenario);
+        let ended = like_redis_cli(server, args, scenario);
         assert_eq!(ended.stdout, expected, "{args:?}");
         assert_eq!(ended.stderr, "", "{args:?}");
     }
@@ -298,7 +303,12 @@ fn subscribe_prints_messages_until_sigint() {
 
 #[test]
 fn psubscribe_and_ssubscribe_print_messages_until_sigint() {
-    let server = Server::redis(&[]);
+    for program in [Program::Latch, Program::Redis] {
+        psubscribe_and_ssubscribe_print_messages_until_sigint_against(&Server::start(program, &[]));
+    }
+}
+
+fn psubscribe_and_ssubscribe_print_messages_until_sigint_against(server: &Server) {
     let patterns = |client: &Running, conn: &mut redis::Connection| {
         wait_subscribed(conn, &["PUBSUB", "NUMPAT"], 2);
         integer(conn, &["PUBLISH", "ch", "one"]);
@@ -306,13 +316,13 @@ fn psubscribe_and_ssubscribe_print_messages_until_sigint() {
         integer(conn, &["PUBLISH", "xyz", "bye"]);
         client.wait_for("bye");
     };
-    let ended = like_redis_cli(&server, &["PSUBSCRIBE", "c*", "x?z"], patterns);
+    let ended = like_redis_cli(server, &["PSUBSCRIBE", "c*", "x?z"], patterns);
     assert_eq!(
         ended.stdout,
         "psubscribe\nc*\n1\npsubscribe\nx?z\n2\npmessage\nc*\nch\none\npmessage\nx?z\nxyz\nbye\n"
     );
     let ended = like_redis_cli(
-        &server,
+        server,
         &["-3", "--no-raw", "PSUBSCRIBE", "c*", "x?z"],
         patterns,
     );
@@ -333,12 +343,12 @@ fn psubscribe_and_ssubscribe_print_messages_until_sigint() {
         integer(conn, &["SPUBLISH", "sch", "shard bye"]);
         client.wait_for("bye");
     };
-    let ended = like_redis_cli(&server, &["SSUBSCRIBE", "sch"], shards);
+    let ended = like_redis_cli(server, &["SSUBSCRIBE", "sch"], shards);
     assert_eq!(
         ended.stdout,
         "ssubscribe\nsch\n1\nsmessage\nsch\nshard bye\n"
     );
-    let ended = like_redis_cli(&server, &["--no-raw", "SSUBSCRIBE", "sch"], shards);
+    let ended = like_redis_cli(server, &["--no-raw", "SSUBSCRIBE", "sch"], shards);
     assert_eq!(
         ended.stdout,
         format!("{READING}1) \"ssubscribe\"\n2) \"sch\"\n3) (integer) 1\n1) \"smessage\"\n2) \"sch\"\n3) \"shard bye\"\n")
@@ -369,7 +379,12 @@ fn monitor_lines(stdout: &str) -> Vec<String> {
 
 #[test]
 fn monitor_prints_commands_until_sigint() {
-    let server = Server::redis(&[]);
+    for program in [Program::Latch, Program::Redis] {
+        monitor_prints_commands_until_sigint_against(&Server::start(program, &[]));
+    }
+}
+
+fn monitor_prints_commands_until_sigint_against(server: &Server) {
     let scenario = |client: &Running, conn: &mut redis::Connection| {
         client.wait_for("OK\n");
         query(conn, &["SET", "k", "v w"]);
@@ -391,7 +406,7 @@ fn monitor_prints_commands_until_sigint() {
         let mut endings = Vec::new();
         // The timestamps and ports differ: compare the lines without them.
         for program in [LATCH, "redis-cli"] {
-            let mut conn = connect(&server);
+            let mut conn = connect(server);
             wait_alone(&mut conn);
             let client = Running::client(program, server.port, args);
             scenario(&client, &mut conn);
@@ -413,7 +428,12 @@ fn monitor_prints_commands_until_sigint() {
 /// ("Error: Server closed the connection", status 1).
 #[test]
 fn subscribe_ends_when_refused_or_disconnected() {
-    let server = Server::redis(&[]);
+    for program in [Program::Latch, Program::Redis] {
+        subscribe_ends_when_refused_or_disconnected_against(&Server::start(program, &[]));
+    }
+}
+
+fn subscribe_ends_when_refused_or_disconnected_against(server: &Server) {
     for args in [&["SUBSCRIBE"][..], &["--no-raw", "SUBSCRIBE"]] {
         let mut endings = Vec::new();
         for program in [LATCH, "redis-cli"] {
@@ -430,7 +450,7 @@ fn subscribe_ends_when_refused_or_disconnected() {
     );
 
     for program in [LATCH, "redis-cli"] {
-        let mut conn = connect(&server);
+        let mut conn = connect(server);
         wait_alone(&mut conn);
         let client = Running::client(program, server.port, &["SUBSCRIBE", "ch"]);
         wait_subscribed(&mut conn, &["PUBSUB", "NUMSUB", "ch"], 1);
@@ -449,8 +469,13 @@ fn subscribe_ends_when_refused_or_disconnected() {
 /// subscription, not the session: a new connection, the same database, the prompt again.
 #[test]
 fn ctrl_c_at_the_prompt_ends_only_the_subscription() {
-    let server = Server::redis(&[]);
-    let mut conn = connect(&server);
+    for program in [Program::Latch, Program::Redis] {
+        ctrl_c_at_the_prompt_ends_only_the_subscription_against(&Server::start(program, &[]));
+    }
+}
+
+fn ctrl_c_at_the_prompt_ends_only_the_subscription_against(server: &Server) {
+    let mut conn = connect(server);
     let mut command = Command::new("script");
     command
         .args(["-qfec", &format!("{LATCH} -p {}", server.port), "/dev/null"])
