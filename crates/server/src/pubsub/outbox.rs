@@ -28,6 +28,9 @@ pub struct Outbox {
     soft_since: AtomicU64,
     /// Closed for passing a limit: nothing more is queued.
     closed: AtomicBool,
+    /// The connection was woken and has not taken the queue since: a delivery need not
+    /// wake it again (waking costs a lock inside `Notify` and, often, a task switch).
+    woken: AtomicBool,
     signal: Notify,
 }
 
@@ -58,7 +61,13 @@ impl Outbox {
             self.close(server, owner);
             return;
         }
-        self.signal.notify_one();
+        self.wake();
+    }
+
+    fn wake(&self) {
+        if !self.woken.swap(true, Ordering::AcqRel) {
+            self.signal.notify_one();
+        }
     }
 
     /// Queues replies of the client's own (subscribe confirmations while its replies are
@@ -68,7 +77,7 @@ impl Outbox {
         queue.extend_from_slice(bytes);
         self.queued.store(queue.len(), Ordering::Release);
         drop(queue);
-        self.signal.notify_one();
+        self.wake();
     }
 
     fn over_limit(&self, pending: u64, limit: &BufferLimit) -> bool {
@@ -76,7 +85,9 @@ impl Outbox {
             return true;
         }
         if limit.soft_bytes == 0 || pending < limit.soft_bytes {
-            self.soft_since.store(0, Ordering::Relaxed);
+            if self.soft_since.load(Ordering::Relaxed) != 0 {
+                self.soft_since.store(0, Ordering::Relaxed);
+            }
             return false;
         }
         let now = Tick::now().as_nanos().max(1);
@@ -124,6 +135,8 @@ impl Outbox {
 
     /// Moves everything queued to the end of `out`.
     pub fn take_into(&self, out: &mut BytesMut) {
+        // Cleared before taking: a delivery after this point wakes the connection again.
+        self.woken.store(false, Ordering::Release);
         let mut queue = self.queue.lock();
         if out.is_empty() && queue.len() > out.capacity() {
             std::mem::swap(out, &mut *queue);
