@@ -722,7 +722,11 @@ where
                         server,
                         query_limit: limits.query,
                     };
-                    if !blocked.wait(client, reply, stream, input, parser).await {
+                    let outbox = (&shared.outbox, outbox_ready.as_mut());
+                    if !blocked
+                        .wait(client, reply, stream, input, parser, outbox)
+                        .await
+                    {
                         break 'connection;
                     }
                 }
@@ -960,6 +964,9 @@ enum BlockEvent {
     TimedOut,
     Unblocked,
     Read,
+    /// Others sent the client something (a message, an invalidation): it goes out now, as
+    /// Redis writes pushes to a blocked RESP3 client.
+    Pushed,
     Close,
 }
 
@@ -973,13 +980,17 @@ impl Blocked<'_> {
     /// Waits until the client's blocking command is answered (served on a retry, timed out,
     /// or ended by CLIENT UNBLOCK), reading (not running) any further input meanwhile as
     /// Redis does. False when the connection must close (peer gone, killed, shutdown).
-    async fn wait<R: AsyncRead + Unpin>(
+    async fn wait<'o, S: AsyncRead + AsyncWrite + Unpin>(
         &self,
         client: &mut Client,
         reply: &mut Reply,
-        reader: &mut R,
+        stream: &mut S,
         input: &mut BytesMut,
         parser: &RequestParser,
+        (outbox, mut outbox_ready): (
+            &'o crate::pubsub::Outbox,
+            std::pin::Pin<&mut tokio::sync::futures::Notified<'o>>,
+        ),
     ) -> bool {
         let server = self.server;
         loop {
@@ -999,7 +1010,8 @@ impl Blocked<'_> {
                 _ = sleep_until(deadline) => BlockEvent::TimedOut,
                 _ = client.shared.unblock_signal.notified() => BlockEvent::Unblocked,
                 _ = interrupted(&client.shared, server) => BlockEvent::Close,
-                read = reader.read_buf(input) => match read {
+                _ = &mut outbox_ready => BlockEvent::Pushed,
+                read = stream.read_buf(input) => match read {
                     Ok(0) | Err(_) => BlockEvent::Close,
                     Ok(n) => {
                         server.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
@@ -1052,6 +1064,21 @@ impl Blocked<'_> {
                             "Closing client that reached max query buffer length"
                         );
                         return false;
+                    }
+                }
+                BlockEvent::Pushed => {
+                    outbox_ready.set(outbox.ready());
+                    outbox.take_into(reply.buffer());
+                    if !reply.is_empty() {
+                        server
+                            .stats
+                            .net_output_bytes
+                            .fetch_add(reply.len() as u64, Ordering::Relaxed);
+                        let written = stream.write_all(reply.buffer()).await;
+                        reply.buffer().clear();
+                        if written.is_err() {
+                            return false;
+                        }
                     }
                 }
                 BlockEvent::Close => return false,

@@ -504,3 +504,35 @@ fn acl_channel_rules_and_revocation() {
         assert_eq!(open.call(&["PUBLISH", "anything", "x"]), ":0\r\n");
     }
 }
+
+/// A RESP3 subscriber blocked in BLPOP still gets its messages at once, then its reply.
+#[test]
+fn a_blocked_resp3_subscriber_gets_messages_while_it_waits() {
+    let run = |server: &Server| -> Vec<String> {
+        let mut sub = Conn::open(server);
+        sub.call(&["HELLO", "3"]);
+        sub.step(&["SUBSCRIBE", "ch"], "s", false);
+        sub.send(&["BLPOP", "list", "0"]);
+        let mut publisher = Conn::open(server);
+        // Until BLPOP has blocked (CLIENT LIST shows the b flag), a PUBLISH would land
+        // before it on Redis and after it on neither: wait for the block first.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !publisher.call(&["CLIENT", "LIST"]).contains("cmd=blpop") {
+            assert!(Instant::now() < deadline, "BLPOP never blocked");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(
+            publisher.call(&["PUBLISH", "ch", "while-blocked"]),
+            ":1\r\n"
+        );
+        let push = ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$13\r\nwhile-blocked\r\n";
+        let first = sub.read_through(push.as_bytes());
+        publisher.call(&["RPUSH", "list", "v"]);
+        let served = "*2\r\n$4\r\nlist\r\n$1\r\nv\r\n";
+        let second = sub.read_through(served.as_bytes());
+        vec![first, second]
+    };
+    let ours = run(&Server::latch(&[]));
+    let theirs = run(&Server::redis(&[]));
+    assert_eq!(ours, theirs);
+}

@@ -150,9 +150,11 @@ impl Outbox {
         self.queued.store(0, Ordering::Release);
     }
 
-    /// Resolves when something is queued (or was, since the last time this resolved).
-    pub async fn ready(&self) {
-        self.signal.notified().await;
+    /// Resolves when something is queued (or was, since the last time one resolved). The
+    /// connection keeps one for its whole life (re-made each time it resolves): a wake-up
+    /// goes to the oldest waiting one, so a second one alive beside it could miss it.
+    pub fn ready(&self) -> tokio::sync::futures::Notified<'_> {
+        self.signal.notified()
     }
 }
 
