@@ -327,7 +327,9 @@ impl ClientShared {
         let qbuf = self.query_buffer.load(Ordering::Relaxed);
         let memory = &self.memory;
         let load = |counter: &AtomicUsize| counter.load(Ordering::Relaxed);
-        let output = load(&memory.output);
+        // Replies being written, and messages others queued that the connection has not
+        // taken yet.
+        let output = load(&memory.output) + self.outbox.queued();
         format!(
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
