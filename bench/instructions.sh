@@ -11,6 +11,8 @@
 # per request of each server and latch/redis. The rows are those of bench/compare.sh:
 # SET, GET, SETNX, INCR, MSET, LOCK (SET k token NX PX 30000) and RELEASE (EVALSHA of the
 # compare-and-delete, which Latch runs without its VM) and RELEASE_VM (the same in the VM).
+# PFADD/PFCOUNT and PUBLISH_1/PUBLISH_50 (to a channel with 1 or 50 subscribers, redis-cli
+# processes that read and discard) work as in compare.sh.
 # Counts include everything the server did meanwhile (parsing,
 # replies, its cron), not the kernel. Latch runs with `busy-poll-us 0`: its polling
 # between requests depends on timing, and would make the count as noisy as a clock.
@@ -47,6 +49,16 @@ count() {
     pid=$!
     wait_for_server 400
     load_release_script
+    local subscriber_pids=() _
+    if [[ $row == PUBLISH_* ]]; then
+        for _ in $(seq "${row#PUBLISH_}"); do
+            redis-cli -p "$port" SUBSCRIBE feed >/dev/null 2>&1 &
+            subscriber_pids+=($!)
+        done
+        while [[ $(redis-cli -p "$port" PUBSUB NUMSUB feed | tail -1) != "${row#PUBLISH_}" ]]; do
+            sleep 0.1
+        done
+    fi
     local args
     read -ra args <<<"$(row_args "$row")"
     # Options before the command: redis-benchmark takes what follows it as arguments.
@@ -55,6 +67,7 @@ count() {
     callgrind_control -i on "$pid" >/dev/null
     "${load[@]}" -n "$requests" "${args[@]}" >/dev/null 2>&1
     callgrind_control -i off "$pid" >/dev/null
+    [[ ${#subscriber_pids[@]} -gt 0 ]] && kill "${subscriber_pids[@]}" 2>/dev/null
     redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || kill "$pid"
     wait "$pid" 2>/dev/null || true
     pid=
