@@ -225,6 +225,18 @@ fn transcript(server: &Server) -> Vec<String> {
         false,
         &mut out,
     );
+    // SUBSCRIBE inside a transaction: its confirmation is an element of EXEC's reply.
+    let mut in_multi = Conn::open(server);
+    in_multi.send(&["MULTI"]);
+    in_multi.send(&["SUBSCRIBE", "m1", "m2"]);
+    step(&mut in_multi, &["EXEC"], true, &mut out);
+    step(
+        &mut publisher,
+        &["PUBLISH", "m2", "after-exec"],
+        false,
+        &mut out,
+    );
+    step(&mut in_multi, &["RESET"], false, &mut out);
     out
 }
 
