@@ -29,6 +29,9 @@ pub struct Now {
     /// first ran gives the same result. Keys that expired before are deleted by their own
     /// logged `DEL`.
     pub loading: bool,
+    /// Set while expiry is held (`Keyspace::hold_expiry`, CLIENT PAUSE): a lookup reports a
+    /// key past its deadline missing but leaves it where it is.
+    pub keep_passed: bool,
 }
 
 impl Now {
@@ -164,6 +167,7 @@ impl Clock {
             wall_ms: self.wall_us_at(at, check_wall).div_euclid(1000)
                 + self.wall_offset_ms.load(Ordering::Relaxed),
             loading: false,
+            keep_passed: false,
         }
     }
 
@@ -379,6 +383,7 @@ mod tests {
             mono_ms: 100,
             wall_ms: 1_000_000,
             loading: false,
+            keep_passed: false,
         };
         let d = Deadline::after(now, 500).unwrap();
         assert_eq!(d.unix_ms(now), 1_000_500);
@@ -387,11 +392,13 @@ mod tests {
             mono_ms: 600,
             wall_ms: 0,
             loading: false,
+            keep_passed: false,
         }));
         assert!(d.is_passed(Now {
             mono_ms: 601,
             wall_ms: 0,
             loading: false,
+            keep_passed: false,
         }));
     }
 }

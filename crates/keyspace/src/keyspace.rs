@@ -8,7 +8,7 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
@@ -216,9 +216,15 @@ pub struct Keyspace {
     exclusive: AtomicBool,
     /// How to wait for a shard an exclusive view holds; see [`LongWait`].
     long_wait: OnceLock<LongWait>,
-    /// Set while the server loads its data: views get a `now` under which nothing expires.
-    loading: AtomicBool,
+    /// What expiry may do, in one word so that a view reads it with one load:
+    /// [`EXPIRY_LOADING`] while the server loads its data (views get a `now` under which
+    /// nothing expires), and in the other bits the [`Tick`] (nanoseconds) up to which
+    /// passed keys are kept (`CLIENT PAUSE`; 0: none), see [`Keyspace::hold_expiry`].
+    expiry: AtomicU64,
 }
+
+/// The bit of `Keyspace::expiry` set while loading; the others hold the hold's end.
+const EXPIRY_LOADING: u64 = 1 << 63;
 
 /// Runs a wait that may last as long as a script does. A server on an async runtime hands
 /// the thread's other work elsewhere first (tokio's `block_in_place`), so that clients of
@@ -289,13 +295,36 @@ impl Keyspace {
             orphans,
             exclusive: AtomicBool::new(false),
             long_wait: OnceLock::new(),
-            loading: AtomicBool::new(false),
+            expiry: AtomicU64::new(0),
         }
     }
 
     /// While set, nothing expires (Redis does not expire keys while loading).
     pub fn set_loading(&self, loading: bool) {
-        self.loading.store(loading, Ordering::Release);
+        if loading {
+            self.expiry.fetch_or(EXPIRY_LOADING, Ordering::Release);
+        } else {
+            self.expiry.fetch_and(!EXPIRY_LOADING, Ordering::Release);
+        }
+    }
+
+    /// Until `until` (a clock reading, inclusive; `None` ends a hold at once), keys past
+    /// their deadline are kept: lookups report them missing without removing them (nor
+    /// logging a `DEL` or counting an expiry), and [`Keyspace::sweep_shard`] does nothing.
+    /// `CLIENT PAUSE` holds the dataset still this way, as Redis does.
+    pub fn hold_expiry(&self, until: Option<Tick>) {
+        // Never 0 (which means no hold) and clear of the loading bit.
+        let held = until.map_or(0, |tick| tick.as_nanos().clamp(1, !EXPIRY_LOADING));
+        let _ = self
+            .expiry
+            .fetch_update(Ordering::Release, Ordering::Relaxed, |word| {
+                Some((word & EXPIRY_LOADING) | held)
+            });
+    }
+
+    /// Whether passed keys are kept at `at` ([`Keyspace::hold_expiry`]).
+    pub fn expiry_held_at(&self, at: Tick) -> bool {
+        held_at(self.expiry.load(Ordering::Relaxed), at)
     }
 
     /// The copy of `shard` a snapshot cut took (copying it now if nobody has yet). Each
@@ -550,7 +579,11 @@ impl Keyspace {
             Some(at) => (self.clock.now_from(at), at),
             None => self.clock.now_at(),
         };
-        now.loading = self.loading.load(Ordering::Relaxed);
+        // One load; the common case (neither loading nor held) is one test of it.
+        let expiry = self.expiry.load(Ordering::Relaxed);
+        if expiry != 0 {
+            (now.loading, now.keep_passed) = unusual_expiry(expiry, read_at);
+        }
         Locked {
             keyspace: self,
             guards,
@@ -576,8 +609,12 @@ impl Keyspace {
         budget: usize,
         on_removed: &mut dyn FnMut(&RemovedKeys),
     ) -> SweptShard {
+        let expiry = self.expiry.load(Ordering::Relaxed);
+        if expiry & !EXPIRY_LOADING != 0 && held_at(expiry, Tick::now()) {
+            return (Vec::new(), Swept::default());
+        }
         let mut now = self.clock.now();
-        now.loading = self.loading.load(Ordering::Relaxed);
+        now.loading = expiry & EXPIRY_LOADING != 0;
         let mut guard = self.lock_shard(shard);
         if self.orphans[shard].swap(false, Ordering::Acquire) {
             prune_watches(&mut guard);
@@ -620,6 +657,22 @@ impl Keyspace {
             .map(|s| self.lock_shard(s).dirty)
             .sum()
     }
+}
+
+/// For a view's `now` when the expiry word is not 0: whether the server is loading, and
+/// whether passed keys are kept at `at`. (Returned, not written through a reference: that
+/// would keep the caller's `now` out of registers.)
+#[cold]
+#[inline(never)]
+fn unusual_expiry(expiry: u64, at: Tick) -> (bool, bool) {
+    (expiry & EXPIRY_LOADING != 0, held_at(expiry, at))
+}
+
+/// Whether the expiry word `expiry` keeps passed keys at `at`.
+#[inline]
+fn held_at(expiry: u64, at: Tick) -> bool {
+    let until = expiry & !EXPIRY_LOADING;
+    until != 0 && at.as_nanos() <= until
 }
 
 /// Counts a view about to take shard locks on this thread; see [`HELD_VIEWS`].
@@ -796,6 +849,14 @@ impl<'a> Locked<'a> {
         let hash = self.keyspace.hash(key);
         let now = self.now;
         let shard = self.shard_mut(self.keyspace.shard_of_hash(hash));
+        if now.keep_passed
+            && shard.dbs[db]
+                .get(hash, key)
+                .is_some_and(|slot| slot.is_passed(now))
+        {
+            // Held: the passed key stays (it already reads as missing).
+            return None;
+        }
         let slot = shard.dbs[db].remove(hash, key)?;
         if slot.is_passed(now) {
             // Removed by expiry, as a lookup would have: watchers learn of it.
@@ -1684,5 +1745,42 @@ mod tests {
         assert!(view.get(0, b"k").is_none());
         assert_eq!(view.effects.expired, 1);
         assert_eq!(view.db_len(0), 0);
+    }
+
+    #[test]
+    fn a_hold_keeps_passed_keys_until_it_ends() {
+        let ks = Keyspace::new(1, 1);
+        let mut view = ks.lock_all();
+        let deadline = Deadline::after(view.now(), 5);
+        view.set(0, b"k", s("v"), deadline);
+        view.set(0, b"gone", s("v"), deadline);
+        drop(view);
+        ks.clock().advance(10);
+        let until = Tick::from_nanos(Tick::now().as_nanos() + 60_000_000_000);
+        ks.hold_expiry(Some(until));
+        ks.set_loading(true);
+        ks.set_loading(false);
+        assert!(
+            ks.expiry_held_at(Tick::now()),
+            "loading leaves the hold alone"
+        );
+        {
+            let mut view = ks.lock_all();
+            assert!(view.get(0, b"k").is_none(), "a passed key reads as missing");
+            assert!(!view.exists(0, b"k"));
+            assert!(view.remove(0, b"gone").is_none());
+            assert_eq!(view.effects.expired, 0);
+            assert_eq!(view.effects.misses, 1);
+            assert!(view.expired_keys.is_empty());
+            assert_eq!(view.db_len(0), 2, "both stay");
+        }
+        let (removed, swept) = ks.sweep_shard(0, 16, &mut |_| {});
+        assert!(removed.is_empty());
+        assert_eq!(swept.examined, 0, "the active expiry does nothing");
+        ks.hold_expiry(None);
+        let mut view = ks.lock_all();
+        assert!(view.get(0, b"k").is_none());
+        assert_eq!(view.effects.expired, 1);
+        assert_eq!(view.db_len(0), 1);
     }
 }

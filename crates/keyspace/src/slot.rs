@@ -326,6 +326,7 @@ mod tests {
             mono_ms: 1000,
             wall_ms: 1_700_000_000_000,
             loading: false,
+            keep_passed: false,
         };
         Deadline::after(now, ms)
     }

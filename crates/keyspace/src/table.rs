@@ -117,6 +117,7 @@ pub enum Found<'a> {
     Live(&'a mut Slot),
     /// The key was there but its deadline had passed: it has been removed.
     Expired,
+    /// No such key (or one past its deadline, kept because `now.keep_passed`).
     Missing,
 }
 
@@ -272,6 +273,9 @@ impl Table {
             return Found::Missing;
         };
         if occupied.get().is_passed(now) {
+            if now.keep_passed {
+                return Found::Missing;
+            }
             occupied.remove();
             segment.expires -= 1;
             self.expires -= 1;
@@ -281,9 +285,11 @@ impl Table {
         Found::Live(occupied.into_mut())
     }
 
-    /// Removes the key if it is present and past its deadline at `now`; true if it did.
+    /// Removes the key if it is present and past its deadline at `now` (unless `now` keeps
+    /// passed keys); true if it did.
     pub fn remove_if_passed(&mut self, hash: u64, key: &[u8], now: Now) -> bool {
-        let passed = self.get(hash, key).is_some_and(|slot| slot.is_passed(now));
+        let passed =
+            !now.keep_passed && self.get(hash, key).is_some_and(|slot| slot.is_passed(now));
         if passed {
             self.remove(hash, key);
         }
@@ -568,6 +574,7 @@ mod tests {
             mono_ms: 1000,
             wall_ms: 1_700_000_000_000,
             loading: false,
+            keep_passed: false,
         }
     }
 

@@ -62,6 +62,9 @@ pub struct Client {
     /// hands it to the next command of the same batch as its start, so a command costs one
     /// clock read; never across anything that may wait.
     pub reading: Option<Tick>,
+    /// For a command CLIENT PAUSE holds (`gate::Outcome::Paused`): the number of pauses
+    /// ended when it was held; the connection waits until that changes.
+    pub held_since: u64,
     /// When the command running now started (set by the gatekeeper): a script's run counts
     /// its time from there instead of reading the clock again.
     pub command_started: Tick,
@@ -219,6 +222,9 @@ pub struct ClientShared {
     /// In a blocking command (CLIENT LIST flag `b`, INFO blocked_clients). Whoever clears
     /// it (the connection, or CLIENT UNBLOCK) takes the client off the blocked count.
     pub blocked: AtomicBool,
+    /// Waiting for a CLIENT PAUSE to end, its command not yet run: counted and shown as
+    /// blocked (as Redis' postponed clients are), but CLIENT UNBLOCK does not apply.
+    pub paused: AtomicBool,
     /// CLIENT UNBLOCK's request: 0 none, 1 timeout, 2 error; `unblock_signal` tells.
     unblock_reason: AtomicU8,
     pub unblock_signal: Notify,
@@ -301,7 +307,7 @@ impl ClientShared {
         if self.multi.load(Ordering::Relaxed) >= 0 {
             flags.push('x');
         }
-        if self.blocked.load(Ordering::Relaxed) {
+        if self.blocked.load(Ordering::Relaxed) || self.paused.load(Ordering::Relaxed) {
             flags.push('b');
         }
         if self.no_evict.load(Ordering::Relaxed) {
@@ -396,7 +402,7 @@ pub struct Registry {
     clients: Mutex<BTreeMap<u64, Arc<ClientShared>>>,
     /// Number of MONITOR clients, so the hot path can skip feeding when there are none.
     pub monitors: AtomicUsize,
-    /// Clients in a blocking command (INFO blocked_clients).
+    /// Clients in a blocking command or waiting for a pause to end (INFO blocked_clients).
     pub blocked: AtomicUsize,
     /// The `tot-mem` of every connected client, added up (INFO's `mem_clients_normal`,
     /// what `maxmemory-clients` limits).
@@ -453,6 +459,7 @@ impl Registry {
             killed: AtomicBool::new(false),
             kill_signal: Notify::new(),
             blocked: AtomicBool::new(false),
+            paused: AtomicBool::new(false),
             unblock_reason: AtomicU8::new(0),
             unblock_signal: Notify::new(),
             user: Mutex::new(user.clone()),
@@ -474,6 +481,7 @@ impl Registry {
             in_script: false,
             errors_mark: 0,
             reading: None,
+            held_since: 0,
             command_started: Tick::from_nanos(0),
             blocked: None,
             woken: Vec::new(),
@@ -499,6 +507,18 @@ impl Registry {
             self.blocked.fetch_sub(1, Ordering::SeqCst);
         }
         was
+    }
+
+    /// Counts `client` as blocked while it waits for a pause to end (`paused`), or no
+    /// longer.
+    pub fn mark_paused(&self, client: &ClientShared, paused: bool) {
+        if client.paused.swap(paused, Ordering::SeqCst) != paused {
+            if paused {
+                self.blocked.fetch_add(1, Ordering::SeqCst);
+            } else {
+                self.blocked.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
     }
 
     /// CLIENT UNBLOCK: ends client `id`'s wait; false when it is not blocked. Done here, at
@@ -580,6 +600,7 @@ impl Registry {
             let held = shared.memory.total.swap(0, Ordering::Relaxed);
             self.memory.fetch_sub(held, Ordering::Relaxed);
             self.mark_unblocked(&shared);
+            self.mark_paused(&shared, false);
             if shared.monitor.load(Ordering::Relaxed) {
                 self.monitors.fetch_sub(1, Ordering::Relaxed);
             }

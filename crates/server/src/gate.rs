@@ -29,6 +29,7 @@ use latch_protocol::Reply;
 
 use crate::client::{BlockRequest, Client, Queued, ReplyMode, Waiter};
 use crate::commands::{arity_error, err, Ctx};
+use crate::pause::PauseMode;
 use crate::server::Server;
 use crate::spec::{flag, key_positions, CommandSpec, LockPlan};
 use crate::stats::{slowlog_args, SlowEntry};
@@ -42,6 +43,10 @@ pub enum Outcome {
     /// A script holds the server: nothing was done or written. The connection waits
     /// (`scripting::wait`, passing `until_end`) and hands the same command in again.
     Deferred { until_end: bool },
+    /// CLIENT PAUSE holds the command: nothing was done or written. The connection waits
+    /// for the pause to end (`Pause::released`; `Client::held_since` tells which) and
+    /// hands the same command in again.
+    Paused,
 }
 
 /// Prefetches the keys of a batch of commands a connection is about to run, so that their
@@ -130,12 +135,13 @@ pub fn execute(
         client.reply_mode = ReplyMode::On;
     }
     let errors_before = reply.error_count();
-    if let Outcome::Deferred { until_end } = dispatch(server, client, reply, args, found) {
+    let outcome = dispatch(server, client, reply, args, found);
+    if outcome != Outcome::Done {
         if client.reply_mode == ReplyMode::On && suppress {
             // SKIP was consumed above; the command will come back for it.
             client.reply_mode = ReplyMode::Skip;
         }
-        return Outcome::Deferred { until_end };
+        return outcome;
     }
     record_errors(server, reply, mark, errors_before);
     // CLIENT REPLY answers only when it turns replies on; anything else follows the mode it
@@ -422,17 +428,23 @@ fn dispatch(
             return Outcome::Deferred { until_end: false };
         }
     }
-    if client.multi.is_some() {
-        if spec.has_flag(flag::NO_MULTI) {
-            let message = b"ERR Command not allowed inside a transaction";
-            reject(server, client, reply, Some(command), args, message);
-            return Outcome::Done;
+    if client.multi.is_some() && spec.has_flag(flag::NO_MULTI) {
+        let message = b"ERR Command not allowed inside a transaction";
+        reject(server, client, reply, Some(command), args, message);
+        return Outcome::Done;
+    }
+    // CLIENT PAUSE holds what it pauses before it is queued or run, as Redis does (so a
+    // write sent inside MULTI waits too). A blocked client's retry is never held: only a
+    // write wakes it, and Redis serves it then, pause or not.
+    if server.pause.may_be_paused() && client.blocked.is_none() {
+        if let Some(outcome) = held_by_pause(server, client, command, args) {
+            return outcome;
         }
-        if !special().not_queued.contains(&command.id) {
-            queue(client, command, args);
-            reply.simple(b"QUEUED");
-            return Outcome::Done;
-        }
+    }
+    if client.multi.is_some() && !special().not_queued.contains(&command.id) {
+        queue(client, command, args);
+        reply.simple(b"QUEUED");
+        return Outcome::Done;
     }
     if command.id == special().reset {
         // RESET leaves any transaction and unwatches, before taking its (empty) lock.
@@ -480,6 +492,89 @@ fn dispatch(
         account(server, client, command, args, ran);
     }
     Outcome::Done
+}
+
+/// What a pause in force does to `command`: `Paused` when it holds it, `Deferred` when
+/// that depends on a script's flags and a script holds the VM, `None` to go on.
+#[cold]
+#[inline(never)]
+fn held_by_pause(
+    server: &Server,
+    client: &mut Client,
+    command: &Command,
+    args: &[Bytes],
+) -> Option<Outcome> {
+    let (mode, ended) = server.pause.in_force_since(&server.keyspace);
+    let held = match mode {
+        PauseMode::Off => false,
+        PauseMode::All => true,
+        PauseMode::Write => match may_replicate(server, client, command, args) {
+            Some(may) => may,
+            None => return Some(Outcome::Deferred { until_end: false }),
+        },
+    };
+    held.then(|| {
+        client.held_since = ended;
+        Outcome::Paused
+    })
+}
+
+/// Whether a command may write or be replicated, what `CLIENT PAUSE WRITE` holds (Redis'
+/// `write` and `may_replicate` flags): for EXEC, whether any queued command may; for
+/// EVAL & co, what the script declares in its shebang (or its function's flags), when
+/// it declares anything. `None` when that takes the VM and a script holds it.
+fn may_replicate(
+    server: &Server,
+    client: &Client,
+    command: &Command,
+    args: &[Bytes],
+) -> Option<bool> {
+    if command.id != special().exec {
+        return command_may_replicate(server, command, args);
+    }
+    let table = table();
+    let Some(transaction) = client.multi.as_ref() else {
+        return Some(false);
+    };
+    for entry in &transaction.queued {
+        if command_may_replicate(server, table.get(entry.id), &entry.args)? {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// [`may_replicate`] for one command (not EXEC).
+fn command_may_replicate(server: &Server, command: &Command, args: &[Bytes]) -> Option<bool> {
+    let spec = command.spec;
+    let declared = spec.flags & (flag::WRITE | flag::MAY_REPLICATE) != 0;
+    if spec.lock != LockPlan::Script {
+        return Some(declared);
+    }
+    // A script that declares flags may write unless it says `no-writes`; one that declares
+    // none (no shebang), or is not known yet, goes by the command's own flags.
+    let flags = match spec.name {
+        "eval" | "eval_ro" => crate::scripting::engine::parse_shebang(&args[1])
+            .ok()
+            .map(|(flags, _)| flags),
+        "evalsha" | "evalsha_ro" if args[1].len() == 40 => {
+            let _claim = Claim::take(server)?;
+            server
+                .scripting
+                .with_engine(|engine| engine.cached_flags(&args[1]))
+        }
+        "fcall" | "fcall_ro" => {
+            let _claim = Claim::take(server)?;
+            server
+                .scripting
+                .with_function_engine(|engine| engine.function_flags(&args[1]))
+        }
+        _ => None,
+    };
+    Some(match flags {
+        Some(flags) if !flags.compat => !flags.no_writes,
+        _ => declared,
+    })
 }
 
 /// The refusal of a write during `restart-delay`.
@@ -1082,6 +1177,9 @@ fn lock_transaction<'s>(server: &'s Server, client: &Client, queued: &[Queued]) 
 
 /// Locks what the command's lock plan and key specs ask for. `reading`: the clock reading
 /// the view takes as its time, when the command before left one ([`Client::reading`]).
+/// Kept out of line: inlined into `execute` (as the pause check made the compiler do), a
+/// pipelined GET cost about 10 instructions more (callgrind).
+#[inline(never)]
 fn lock_for<'s>(
     server: &'s Server,
     command: &Command,

@@ -20,6 +20,7 @@ pub mod commands;
 pub mod config;
 pub mod gate;
 pub mod net;
+pub mod pause;
 pub mod persistence;
 pub mod pubsub;
 pub mod scripting;
@@ -41,6 +42,7 @@ pub async fn run(config: config::Config) -> anyhow::Result<()> {
     net::log_ready(&tcp, &unix, &server);
     net::serve(server.clone(), tcp, unix).await;
     tokio::spawn(net::cron(server.clone()));
+    tokio::spawn(pause::keeper(server.clone()));
     let stopper = server.clone();
     tokio::spawn(async move {
         use tokio::signal::unix::{signal, SignalKind};

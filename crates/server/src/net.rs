@@ -682,14 +682,25 @@ where
                 if client.shared.outbox.queued() > 0 {
                     client.shared.outbox.take_into(reply.buffer());
                 }
-                let ok = execute(server, client, reply, args, found, reading).await;
+                let mut step = execute(server, client, reply, args, found, reading).await;
+                if step == Step::Paused {
+                    let io = HeldIo {
+                        input,
+                        parser,
+                        reply,
+                        reply_peak: &mut buffers.reply_peak,
+                        soft_since: &mut buffers.soft_limit_since,
+                        limits: &limits,
+                    };
+                    step = run_held(server, client, stream, io, args, found).await;
+                }
                 reading = client.reading.take();
                 if client.shared.outbox.queued() > 0 {
                     client.shared.outbox.take_into(reply.buffer());
                 }
                 // Dropped now: the arguments share the input buffer's memory.
                 args.clear();
-                if !ok {
+                if step == Step::Close {
                     break 'connection;
                 }
                 if over_output_hard_limit(server, client, reply, limits.output_for(client)) {
@@ -883,8 +894,19 @@ pub(crate) fn with_runtime<R>(f: impl FnOnce(&tokio::runtime::Handle) -> R) -> O
     })
 }
 
+/// What became of a command handed to [`execute`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// It ran (or was refused): its reply is written.
+    Done,
+    /// The connection must close.
+    Close,
+    /// CLIENT PAUSE holds it: nothing ran ([`run_held`] takes over).
+    Paused,
+}
+
 /// Runs one command through the gatekeeper; when a script holds the server, waits (without
-/// holding the thread) and runs it again. False when the connection must close meanwhile.
+/// holding the thread) and runs it again.
 async fn execute(
     server: &Server,
     client: &mut Client,
@@ -892,23 +914,24 @@ async fn execute(
     args: &[Bytes],
     found: Option<&'static crate::table::Command>,
     mut reading: Option<latch_keyspace::Tick>,
-) -> bool {
+) -> Step {
     loop {
         let before = reply.len();
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             gate::execute(server, client, reply, args, found, reading)
         }));
         match outcome {
-            Ok(gate::Outcome::Done) => return true,
+            Ok(gate::Outcome::Done) => return Step::Done,
+            Ok(gate::Outcome::Paused) => return Step::Paused,
             Ok(gate::Outcome::Deferred { until_end }) => {
                 // After the wait, the command reads the clock itself.
                 reading = None;
                 tokio::select! {
                     _ = scripting::wait(&server.scripting, until_end) => {}
-                    _ = interrupted(&client.shared, server) => return false,
+                    _ = interrupted(&client.shared, server) => return Step::Close,
                 }
                 if server.is_shutting_down() || client.shared.is_killed() {
-                    return false;
+                    return Step::Close;
                 }
             }
             Err(panic) => {
@@ -925,8 +948,177 @@ async fn execute(
                 server.stats.record_error(message);
                 reply.error(message);
                 client.close_after_reply = true;
-                return true;
+                return Step::Done;
             }
+        }
+    }
+}
+
+/// Waits, for a connection whose command a CLIENT PAUSE holds, until the pause ends and
+/// `ticket`'s turn comes (the commands held before it have run), reading (not running)
+/// further input meanwhile as Redis does, so that a client that leaves is noticed (and its
+/// command never runs). The client counts as blocked meanwhile (INFO `blocked_clients`,
+/// CLIENT LIST flag `b`). False when the connection must close (peer gone, query buffer
+/// limit, killed, shutdown).
+async fn wait_out_pause<R: AsyncRead + Unpin>(
+    server: &Server,
+    client: &Client,
+    ticket: &crate::pause::Ticket<'_>,
+    reader: &mut R,
+    input: &mut BytesMut,
+    parser: &RequestParser,
+    query_limit: u64,
+) -> bool {
+    struct Counted<'a>(&'a Server, &'a ClientShared);
+    impl Drop for Counted<'_> {
+        fn drop(&mut self) {
+            self.0.clients.mark_paused(self.1, false);
+        }
+    }
+    server.clients.mark_paused(&client.shared, true);
+    let _counted = Counted(server, &client.shared);
+    let mut reading = PausedReader {
+        server,
+        client,
+        reader,
+        input,
+        parser,
+        query_limit,
+    };
+    loop {
+        let released = server.pause.released();
+        tokio::pin!(released);
+        // Registered before the look, so that a release in between is not missed.
+        released.as_mut().enable();
+        if server.pause.ended_since(client.held_since) {
+            break;
+        }
+        match reading.until(&mut released).await {
+            Waited::Over => break,
+            Waited::Read => {}
+            Waited::Close => return false,
+        }
+    }
+    let turn = ticket.my_turn();
+    tokio::pin!(turn);
+    loop {
+        match reading.until(&mut turn).await {
+            Waited::Over => return true,
+            Waited::Read => {}
+            Waited::Close => return false,
+        }
+    }
+}
+
+/// What [`run_held`] needs of the connection's buffers.
+struct HeldIo<'a> {
+    input: &'a mut BytesMut,
+    parser: &'a RequestParser,
+    reply: &'a mut Reply,
+    reply_peak: &'a mut usize,
+    soft_since: &'a mut Option<tokio::time::Instant>,
+    limits: &'a Limits,
+}
+
+/// Runs a command CLIENT PAUSE holds ([`Step::Paused`]): answers what came before it,
+/// waits for the pause's end and for the commands held before it to run (later input
+/// stays buffered), then runs it; again, at the end of the line, while it is held again.
+async fn run_held<S: AsyncRead + AsyncWrite + Unpin>(
+    server: &Server,
+    client: &mut Client,
+    stream: &mut S,
+    io: HeldIo<'_>,
+    args: &[Bytes],
+    found: Option<&'static crate::table::Command>,
+) -> Step {
+    let mut ticket = None;
+    loop {
+        let (reply_peak, soft_since) = (&mut *io.reply_peak, &mut *io.soft_since);
+        if !flush_batch(
+            server, client, stream, io.reply, io.limits, reply_peak, soft_since,
+        )
+        .await
+        {
+            return Step::Close;
+        }
+        // In line once answered (a client that does not read its replies must not hold up
+        // the others). Taken before the old one goes: a command held again goes to the
+        // end, and the line moves on behind it. Kept until the command has run.
+        let place = &*ticket.insert(server.pause.ticket());
+        let query_limit = io.limits.query;
+        if !wait_out_pause(
+            server,
+            client,
+            place,
+            stream,
+            io.input,
+            io.parser,
+            query_limit,
+        )
+        .await
+        {
+            return Step::Close;
+        }
+        let step = execute(server, client, io.reply, args, found, None).await;
+        if step != Step::Paused {
+            return step;
+        }
+    }
+}
+
+/// What ended one wait of a held client.
+enum Waited {
+    /// What it waited for happened.
+    Over,
+    /// Input arrived (kept for later).
+    Read,
+    /// The connection must close.
+    Close,
+}
+
+/// A held client's connection, read while it waits.
+struct PausedReader<'a, R> {
+    server: &'a Server,
+    client: &'a Client,
+    reader: &'a mut R,
+    input: &'a mut BytesMut,
+    parser: &'a RequestParser,
+    query_limit: u64,
+}
+
+impl<R: AsyncRead + Unpin> PausedReader<'_, R> {
+    /// Waits for `event`, a kill or shutdown, or input.
+    async fn until<F: std::future::Future + Unpin>(&mut self, event: &mut F) -> Waited {
+        let (server, client) = (self.server, self.client);
+        if server.is_shutting_down() || client.shared.is_killed() {
+            return Waited::Close;
+        }
+        if self.input.capacity() - self.input.len() < READ_CHUNK / 2 {
+            self.input.reserve(READ_CHUNK);
+        }
+        tokio::select! {
+            _ = event => Waited::Over,
+            _ = interrupted(&client.shared, server) => Waited::Close,
+            read = self.reader.read_buf(self.input) => match read {
+                Ok(0) | Err(_) => Waited::Close,
+                Ok(n) => {
+                    server.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                    client.shared.query_buffer.store(self.input.len(), Ordering::Relaxed);
+                    let held = self.input.len() + self.parser.held_bytes();
+                    if self.query_limit > 0 && held as u64 > self.query_limit {
+                        server
+                            .stats
+                            .client_query_buffer_limit_disconnections
+                            .fetch_add(1, Ordering::Relaxed);
+                        warn!(
+                            client = %client.shared.describe(),
+                            "Closing client that reached max query buffer length"
+                        );
+                        return Waited::Close;
+                    }
+                    Waited::Read
+                }
+            },
         }
     }
 }
@@ -1022,7 +1214,8 @@ impl Blocked<'_> {
             match event {
                 BlockEvent::Retry => {
                     let args = block.args.clone();
-                    if !execute(server, client, reply, &args, None, None).await {
+                    // Never `Paused`: the gatekeeper does not hold a blocked client's retry.
+                    if execute(server, client, reply, &args, None, None).await == Step::Close {
                         return false;
                     }
                     await_woken(std::mem::take(&mut client.woken), Some(&waiter)).await;
@@ -1314,7 +1507,10 @@ pub async fn cron(server: Arc<Server>) {
         crate::persistence::cron(&server);
         server.migrate_sockets.close_idle();
         release_idle_buffers(&server);
-        if !server.active_expire.load(Ordering::Relaxed) {
+        // A CLIENT PAUSE holds the dataset still: nothing expires until it ends.
+        if !server.active_expire.load(Ordering::Relaxed)
+            || server.keyspace.expiry_held_at(Tick::now())
+        {
             continue;
         }
         // Each tick reads a few keys of one shard after another, and more of a shard while

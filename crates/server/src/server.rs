@@ -37,6 +37,8 @@ pub struct Server {
     pub shutdown: Notify,
     /// The Lua VM, the script cache and the state of the running script.
     pub scripting: Scripting,
+    /// CLIENT PAUSE: whether commands are held, and the connections waiting for its end.
+    pub pause: crate::pause::Pause,
     /// Users and their permissions.
     pub acl: crate::acl::Acl,
     /// The AOF and RDB snapshots.
@@ -95,6 +97,7 @@ impl Server {
             shutdown_requested: AtomicBool::new(false),
             shutdown: Notify::new(),
             scripting: Scripting::new(),
+            pause: crate::pause::Pause::new(),
             acl,
             persistence: crate::persistence::Persistence::new(),
             migrate_sockets: Default::default(),

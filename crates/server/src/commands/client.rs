@@ -3,11 +3,13 @@
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
+use latch_keyspace::Tick;
 use latch_protocol::Reply;
 
 use super::connection::{set_client_name, valid_client_attr, BAD_CLIENT_NAME};
 use super::{err, is, parse_i64, Ctx};
 use crate::client::{ClientShared, ReplyMode};
+use crate::pause::PauseMode;
 use crate::spec::{acl, flag, Arg, CommandSpec, Group};
 
 pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
@@ -177,6 +179,26 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         ..CommandSpec::BASE
     },
     CommandSpec {
+        name: "pause",
+        group: Group::Connection,
+        summary: "Holds clients' commands (all, or only those that may write) for a while.",
+        since: "2.9.50",
+        complexity: "O(1)",
+        arity: -3,
+        flags: flag::ADMIN | flag::NOSCRIPT | flag::LOADING | flag::STALE,
+        acl: acl::CONNECTION,
+        arguments: &[
+            Arg::integer("timeout"),
+            Arg::oneof("mode", &[
+                Arg::token("write", "WRITE"),
+                Arg::token("all", "ALL"),
+            ]).optional().since("6.2.0"),
+        ],
+        history: &[("6.2.0", "The WRITE mode (pause only what may write) and the `mode` argument were introduced.")],
+        handler: Some(client_pause),
+        ..CommandSpec::BASE
+    },
+    CommandSpec {
         name: "reply",
         group: Group::Connection,
         summary: "Turns the server's replies to this connection on or off, or skips the next one.",
@@ -239,6 +261,18 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         flags: flag::NOSCRIPT | flag::LOADING | flag::STALE,
         acl: acl::CONNECTION,
         handler: Some(client_trackinginfo),
+        ..CommandSpec::BASE
+    },
+    CommandSpec {
+        name: "unpause",
+        group: Group::Connection,
+        summary: "Ends a CLIENT PAUSE: the clients it held go on.",
+        since: "6.2.0",
+        complexity: "O(N) Where N is the number of paused clients",
+        arity: 2,
+        flags: flag::ADMIN | flag::NOSCRIPT | flag::LOADING | flag::STALE,
+        acl: acl::CONNECTION,
+        handler: Some(client_unpause),
         ..CommandSpec::BASE
     },
     CommandSpec {
@@ -307,6 +341,9 @@ fn client_help(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
             "    Exempt this connection from client eviction, or not.",
             "NO-TOUCH (ON|OFF)",
             "    Keep this connection's commands from updating keys' access times, or not.",
+            "PAUSE <timeout> [WRITE|ALL]",
+            "    Hold every client's commands (or, with WRITE, those that may write) for",
+            "    <timeout> milliseconds.",
             "REPLY (ON|OFF|SKIP)",
             "    Send replies, stop sending them, or drop only the next one.",
             "SETINFO <LIB-NAME|LIB-VER> <value>",
@@ -317,6 +354,8 @@ fn client_help(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
             "    Describe this connection's client-side caching state.",
             "UNBLOCK <clientid> [TIMEOUT|ERROR]",
             "    Wake a client blocked in a blocking command.",
+            "UNPAUSE",
+            "    End a CLIENT PAUSE: the clients it held go on.",
         ],
     );
 }
@@ -655,6 +694,50 @@ fn client_unblock(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     };
     let unblocked = u64::try_from(id).is_ok_and(|id| ctx.server.clients.unblock(id, reason));
     ctx.reply.integer(i64::from(unblocked));
+}
+
+/// CLIENT PAUSE timeout [WRITE|ALL]: holds every client's commands (ALL, the default) or
+/// those that may write (WRITE) for `timeout` milliseconds, expiry included. A pause in
+/// force keeps the later end and the stricter mode; 0 pauses nothing new. Clients that
+/// only wait (blocked in BLPOP & co) are not disturbed. Inside MULTI the pause starts once
+/// the transaction ends (the rest of EXEC's queue runs).
+fn client_pause(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    if args.len() > 4 {
+        subcommand_syntax_error(ctx, args);
+        return;
+    }
+    let mode = match args.get(3) {
+        None => PauseMode::All,
+        Some(mode) if is(mode, "WRITE") => PauseMode::Write,
+        Some(mode) if is(mode, "ALL") => PauseMode::All,
+        Some(_) => {
+            ctx.reply
+                .error(b"ERR CLIENT PAUSE mode must be WRITE or ALL");
+            return;
+        }
+    };
+    let Some(timeout_ms) = parse_i64(&args[2]) else {
+        ctx.reply
+            .error(b"ERR timeout is not an integer or out of range");
+        return;
+    };
+    if timeout_ms < 0 {
+        ctx.reply.error(b"ERR timeout is negative");
+        return;
+    }
+    let end = (timeout_ms > 0).then(|| {
+        let nanos = (timeout_ms as u64).saturating_mul(1_000_000);
+        Tick::from_nanos(Tick::now().as_nanos().saturating_add(nanos))
+    });
+    ctx.server.pause.pause(&ctx.server.keyspace, mode, end);
+    ctx.reply.ok();
+}
+
+/// CLIENT UNPAUSE: ends the pause in force (if any); the commands it held run, in the order
+/// they arrived.
+fn client_unpause(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
+    ctx.server.pause.unpause(&ctx.server.keyspace);
+    ctx.reply.ok();
 }
 
 /// Redis' reply when a subcommand exists but got arguments it cannot take.

@@ -240,6 +240,7 @@ pub fn load_rdb_bytes(server: &Server, data: &[u8]) -> anyhow::Result<(usize, u6
                 if deadline.is_some_and(|d| {
                     d.is_passed(latch_keyspace::Now {
                         loading: false,
+                        keep_passed: false,
                         ..now
                     })
                 }) {

@@ -423,6 +423,16 @@ impl Engine {
         self.scripts.get(std::str::from_utf8(&lower).ok()?)
     }
 
+    /// The flags of the cached script whose SHA1 is `sha`, if it is cached.
+    pub fn cached_flags(&self, sha: &[u8]) -> Option<ScriptFlags> {
+        self.cached(sha).map(|script| script.flags)
+    }
+
+    /// The flags of the function named `name`, if one is loaded.
+    pub fn function_flags(&self, name: &[u8]) -> Option<ScriptFlags> {
+        self.functions.function(name).map(|function| function.flags)
+    }
+
     /// Compiles and caches a body (SCRIPT LOAD). Returns its SHA1, or the error reply.
     pub fn load(&mut self, body: &Bytes) -> Result<String, Vec<u8>> {
         self.load_script(body).map(|script| script.sha.clone())
