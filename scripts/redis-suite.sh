@@ -80,6 +80,7 @@ DEFAULT_UNITS=(
     unit/dump
     unit/querybuf
     unit/pause
+    unit/tracking
 )
 
 # [ok] counts with: runtest --host .. --port .. --ignore-encoding
@@ -112,6 +113,7 @@ declare -A EXPECTED_OK=(
     [unit/dump]=11
     [unit/querybuf]=2
     [unit/pause]=14
+    [unit/tracking]=51
 )
 
 RUNTEST_ARGS=(--ignore-encoding --ignore-digest --tags "-needs:debug -needs:repl")

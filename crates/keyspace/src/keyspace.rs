@@ -198,6 +198,66 @@ pub struct Effects {
     pub misses: u64,
 }
 
+/// A change that clients caching keys (CLIENT TRACKING) must hear of, recorded by a view
+/// only while [`Keyspace::set_tracking`] is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tracked {
+    /// `key` of `db` changed (Redis' `signalModifiedKey`); `expired`: it was removed for
+    /// having passed its deadline, which no client did.
+    Key {
+        db: usize,
+        key: Box<[u8]>,
+        expired: bool,
+    },
+    /// FLUSHDB or FLUSHALL emptied databases (once per command however many).
+    Flush,
+}
+
+/// The changes a view recorded for clients that cache keys ([`Locked::tracked`]): one
+/// pointer in the view, nothing allocated until something is recorded, so that views
+/// (made and dropped by every command) cost no more while nobody tracks.
+#[derive(Debug, Default)]
+// Boxed on purpose: every command makes and drops a view, and a thin pointer is one word
+// to set and test there, where a `Vec` is three (callgrind: 4 instructions a command).
+#[allow(clippy::box_collection)]
+pub struct TrackedChanges(Option<Box<Vec<Tracked>>>);
+
+impl TrackedChanges {
+    pub fn is_empty(&self) -> bool {
+        self.0.as_ref().is_none_or(|changes| changes.is_empty())
+    }
+
+    pub fn as_slice(&self) -> &[Tracked] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+
+    /// Everything recorded so far, in order; the list is left empty.
+    pub fn take(&mut self) -> Vec<Tracked> {
+        self.0.take().map(|changes| *changes).unwrap_or_default()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn key(&mut self, db: usize, key: &[u8], expired: bool) {
+        self.0
+            .get_or_insert_with(Default::default)
+            .push(Tracked::Key {
+                db,
+                key: key.into(),
+                expired,
+            });
+    }
+
+    /// A flush, once per run of flushes.
+    #[cold]
+    fn flush(&mut self) {
+        let changes = self.0.get_or_insert_with(Default::default);
+        if changes.last() != Some(&Tracked::Flush) {
+            changes.push(Tracked::Flush);
+        }
+    }
+}
+
 /// Cache-line padding keeps two shards' locks off one line.
 #[derive(Debug)]
 #[repr(align(128))]
@@ -221,6 +281,9 @@ pub struct Keyspace {
     /// nothing expires), and in the other bits the [`Tick`] (nanoseconds) up to which
     /// passed keys are kept (`CLIENT PAUSE`; 0: none), see [`Keyspace::hold_expiry`].
     expiry: AtomicU64,
+    /// Set while some client tracks keys: views record what they change in
+    /// [`Locked::tracked`]. Read (relaxed) only when a key changes.
+    tracking: AtomicBool,
 }
 
 /// The bit of `Keyspace::expiry` set while loading; the others hold the hold's end.
@@ -264,6 +327,10 @@ pub struct Locked<'a> {
     /// When `now` was read: the first command run under the view takes it as its start
     /// time, so timing it costs no second clock read.
     pub read_at: Option<Tick>,
+    /// What changed through this view, in order, while some client tracks keys (see
+    /// [`Keyspace::set_tracking`]); the server takes it after each command, before the
+    /// view lets go of its shards. Always empty otherwise.
+    pub tracked: TrackedChanges,
 }
 
 impl Keyspace {
@@ -296,7 +363,19 @@ impl Keyspace {
             exclusive: AtomicBool::new(false),
             long_wait: OnceLock::new(),
             expiry: AtomicU64::new(0),
+            tracking: AtomicBool::new(false),
         }
+    }
+
+    /// Whether views record their changes in [`Locked::tracked`] (some client caches keys).
+    /// A view that has locked a key's shard sees every change of this flag made before
+    /// the shard's previous holder let go of it.
+    pub fn set_tracking(&self, on: bool) {
+        self.tracking.store(on, Ordering::Relaxed);
+    }
+
+    pub fn is_tracking(&self) -> bool {
+        self.tracking.load(Ordering::Relaxed)
     }
 
     /// While set, nothing expires (Redis does not expire keys while loading).
@@ -434,31 +513,39 @@ impl Keyspace {
     /// [`Keyspace::lock_keys`], with the view's time taken from `reading` when given: a
     /// monotonic reading made just before (the end of the command before it in the same
     /// batch), so that the view costs no clock read of its own.
+    ///
+    /// Inlined, so that a caller locking one key (most commands) compiles to that case
+    /// alone; several keys take [`Keyspace::lock_several_at`].
+    #[inline]
     pub fn lock_keys_at<'a, K: AsRef<[u8]>>(
         &'a self,
         keys: &[K],
         reading: Option<Tick>,
     ) -> Locked<'a> {
-        if !keys.is_empty() {
-            enter_locking();
-        }
-        let guards = match keys {
-            [] => Guards::None,
+        match keys {
+            [] => self.view(Guards::None, reading),
             [key] => {
+                enter_locking();
                 let shard = self.shard_of_key(key.as_ref());
-                Guards::One(shard, self.lock_shard(shard))
+                self.view(Guards::One(shard, self.lock_shard(shard)), reading)
             }
-            _ => {
-                let mut shards: Vec<usize> =
-                    keys.iter().map(|k| self.shard_of_key(k.as_ref())).collect();
-                shards.sort_unstable();
-                shards.dedup();
-                if shards.len() == 1 {
-                    Guards::One(shards[0], self.lock_shard(shards[0]))
-                } else {
-                    Guards::Some(self.lock_ordered(&shards))
-                }
-            }
+            _ => self.lock_several_at(keys, reading),
+        }
+    }
+
+    fn lock_several_at<'a, K: AsRef<[u8]>>(
+        &'a self,
+        keys: &[K],
+        reading: Option<Tick>,
+    ) -> Locked<'a> {
+        enter_locking();
+        let mut shards: Vec<usize> = keys.iter().map(|k| self.shard_of_key(k.as_ref())).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        let guards = if shards.len() == 1 {
+            Guards::One(shards[0], self.lock_shard(shards[0]))
+        } else {
+            Guards::Some(self.lock_ordered(&shards))
         };
         self.view(guards, reading)
     }
@@ -595,6 +682,7 @@ impl Keyspace {
             exclusive: false,
             changes: 0,
             expired_keys: Vec::new(),
+            tracked: TrackedChanges::default(),
         }
     }
 
@@ -767,6 +855,8 @@ impl<'a> Locked<'a> {
         // Split borrows: effects and guards are separate fields.
         let effects = &mut self.effects;
         let expired_keys = &mut self.expired_keys;
+        let tracked = &mut self.tracked;
+        let keyspace = self.keyspace;
         let shard = view_shard(self.keyspace, &mut self.guards, self.exclusive, shard);
         // Watchers must hear of a lazy expiry; checked apart so the common path (nobody
         // watching this shard) stays one probe.
@@ -775,6 +865,7 @@ impl<'a> Locked<'a> {
             effects.expired += 1;
             effects.misses += 1;
             expired_keys.push((db, key.into()));
+            track_expired(keyspace, tracked, db, key);
             return None;
         }
         match shard.dbs[db].lookup(hash, key, now) {
@@ -789,6 +880,7 @@ impl<'a> Locked<'a> {
                 effects.expired += 1;
                 effects.misses += 1;
                 expired_keys.push((db, key.into()));
+                track_expired(keyspace, tracked, db, key);
                 None
             }
             Found::Missing => {
@@ -863,6 +955,7 @@ impl<'a> Locked<'a> {
             touch_watchers(shard, db, hash, key, now);
             self.effects.expired += 1;
             self.expired_keys.push((db, key.into()));
+            track_expired(self.keyspace, &mut self.tracked, db, key);
             return None;
         }
         Some(slot.into_entry())
@@ -877,8 +970,9 @@ impl<'a> Locked<'a> {
         self.table_mut(db, hash).set_deadline(hash, key, deadline)
     }
 
-    /// Records a change to `key`: the snapshot change counter, and clients WATCHing it.
-    /// Call after the change, and only when something really changed.
+    /// Records a change to `key`: the snapshot change counter, clients WATCHing it, and
+    /// (while some client tracks keys) [`Locked::tracked`]. Call after the change, and
+    /// only when something really changed.
     pub fn signal_modified(&mut self, db: usize, key: &[u8]) {
         let hash = self.keyspace.hash(key);
         let now = self.now;
@@ -893,6 +987,9 @@ impl<'a> Locked<'a> {
         touch_watchers(shard, db, hash, key, now);
         if !shard.blocked.is_empty() {
             wake_blocked(shard, db, hash, key, now, &mut self.woken);
+        }
+        if self.keyspace.tracking.load(Ordering::Relaxed) {
+            self.tracked.key(db, key, false);
         }
     }
 
@@ -1123,6 +1220,9 @@ impl<'a> Locked<'a> {
             shard.dirty += 1;
         }
         self.changes += 1;
+        if self.keyspace.tracking.load(Ordering::Relaxed) {
+            self.tracked.flush();
+        }
         removed
     }
 
@@ -1429,6 +1529,13 @@ fn wake_first(queue: &[BlockedOn], db: usize, from: usize, woken: &mut Vec<Woken
     }
 }
 
+/// Records a key removed for having passed its deadline, while some client tracks keys.
+fn track_expired(keyspace: &Keyspace, tracked: &mut TrackedChanges, db: usize, key: &[u8]) {
+    if keyspace.tracking.load(Ordering::Relaxed) {
+        tracked.key(db, key, true);
+    }
+}
+
 /// Drops watchers whose client is gone.
 fn prune_watches(shard: &mut Shard) {
     shard.watches.retain(|_, by| {
@@ -1723,6 +1830,48 @@ mod tests {
         drop(gone);
         view.signal_modified(0, b"k");
         assert_eq!(wakes(&second), 3);
+    }
+
+    #[test]
+    fn changes_are_recorded_only_while_tracking() {
+        let ks = Keyspace::new(2, 4);
+        let mut view = ks.lock_all();
+        view.set(0, b"k", s("v"), None);
+        view.signal_modified(0, b"k");
+        view.flush_db(1);
+        assert!(view.tracked.is_empty(), "nobody tracks: nothing recorded");
+        drop(view);
+        ks.set_tracking(true);
+        let mut view = ks.lock_all();
+        view.set(1, b"k", s("v"), None);
+        view.signal_modified(1, b"k");
+        assert_eq!(
+            view.tracked.as_slice(),
+            [Tracked::Key {
+                db: 1,
+                key: b"k"[..].into(),
+                expired: false
+            }]
+        );
+        let deadline = Deadline::after(view.now(), 5);
+        view.set(0, b"gone", s("v"), deadline);
+        drop(view);
+        ks.clock().advance(10);
+        let mut view = ks.lock_all();
+        assert!(view.get(0, b"gone").is_none());
+        view.flush_db(0);
+        view.flush_db(1);
+        let key = |db: usize, key: &[u8], expired: bool| Tracked::Key {
+            db,
+            key: key.into(),
+            expired,
+        };
+        assert_eq!(
+            view.tracked.as_slice(),
+            [key(0, b"gone", true), Tracked::Flush]
+        );
+        drop(view);
+        ks.set_tracking(false);
     }
 
     #[test]

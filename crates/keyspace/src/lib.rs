@@ -19,7 +19,9 @@ pub mod value;
 pub mod zset;
 
 pub use clock::{Clock, Deadline, Now, Tick};
-pub use keyspace::{Effects, KeyWaiter, Keyspace, Locked, LongWait, Snapshot, Woken};
+pub use keyspace::{
+    Effects, KeyWaiter, Keyspace, Locked, LongWait, Snapshot, Tracked, TrackedChanges, Woken,
+};
 pub use slot::Slot;
 pub use stream::Stream;
 pub use table::{Swept, Table};

@@ -70,6 +70,8 @@ pub struct Client {
     pub command_started: Tick,
     /// The channels, patterns and shard channels this connection subscribes to.
     pub subscriptions: crate::pubsub::Subscriptions,
+    /// Client-side caching (CLIENT TRACKING): this connection's mode and prefixes.
+    pub tracking: crate::tracking::ClientTracking,
 }
 
 /// One command to log, with the database it ran in.
@@ -235,6 +237,11 @@ pub struct ClientShared {
     /// How many channels, patterns and shard channels it subscribes to (CLIENT LIST
     /// `sub`, `psub`, `ssub`), mirrored from its connection's `Subscriptions`.
     pub subscribed: [AtomicUsize; 3],
+    /// Client-side caching: its flags and redirection, for whoever invalidates its keys.
+    pub tracking: crate::tracking::SharedTracking,
+    /// Set once the connection is closing after its last reply (QUIT, a protocol error):
+    /// nothing more is sent to it, and invalidations redirected to it find it gone.
+    pub closing: AtomicBool,
 }
 
 impl ClientShared {
@@ -280,6 +287,11 @@ impl ClientShared {
         self.killed.load(Ordering::SeqCst)
     }
 
+    /// Killed, or closing after its last reply: as good as gone.
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Relaxed) || self.is_killed()
+    }
+
     pub fn age_s(&self) -> u64 {
         self.created.elapsed().as_secs()
     }
@@ -310,6 +322,16 @@ impl ClientShared {
         if self.blocked.load(Ordering::Relaxed) || self.paused.load(Ordering::Relaxed) {
             flags.push('b');
         }
+        let tracking = self.tracking.flags();
+        if tracking & crate::tracking::flags::ON != 0 {
+            flags.push('t');
+        }
+        if tracking & crate::tracking::flags::BROKEN_REDIRECT != 0 {
+            flags.push('R');
+        }
+        if tracking & crate::tracking::flags::BCAST != 0 {
+            flags.push('B');
+        }
         if self.no_evict.load(Ordering::Relaxed) {
             flags.push('e');
         }
@@ -320,6 +342,15 @@ impl ClientShared {
             flags.push('N');
         }
         flags
+    }
+
+    /// CLIENT LIST's `redir`: where invalidations go while tracking (0: to itself), else -1.
+    pub fn redirect_shown(&self) -> i64 {
+        if self.tracking.is_on() {
+            self.tracking.redirect.load(Ordering::Relaxed) as i64
+        } else {
+            -1
+        }
     }
 
     /// One line of CLIENT LIST / CLIENT INFO (without the newline), fields as Redis 7 prints them.
@@ -337,7 +368,7 @@ impl ClientShared {
         // taken yet.
         let output = load(&memory.output) + self.outbox.queued();
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -365,6 +396,7 @@ impl ClientShared {
                 id => crate::table::table().get(id - 1).full_name.as_str(),
             },
             self.user.lock().name,
+            self.redirect_shown(),
             self.resp.load(Ordering::Relaxed),
             text(&self.lib_name),
             text(&self.lib_ver),
@@ -465,6 +497,8 @@ impl Registry {
             user: Mutex::new(user.clone()),
             outbox: Default::default(),
             subscribed: Default::default(),
+            tracking: Default::default(),
+            closing: AtomicBool::new(false),
         });
         self.clients.lock().insert(id, shared.clone());
         Client {
@@ -489,6 +523,7 @@ impl Registry {
             propagation_replaced: false,
             durable_at: 0,
             subscriptions: Default::default(),
+            tracking: Default::default(),
         }
     }
 

@@ -357,7 +357,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("stream-node-max-bytes", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "4096", Effect::Acts),
     opt("zset-max-listpack-value", Some("zset-max-ziplist-value"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "64", Effect::Inert),
     opt("hll-sparse-max-bytes", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "3000", Effect::Acts),
-    opt("tracking-table-max-keys", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "1000000", Effect::Inert),
+    opt("tracking-table-max-keys", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "1000000", Effect::Acts),
     opt("client-query-buffer-limit", None, o::DEBUG, Kind::Number { min: 1048576, max: I64_MAX, unsigned: true, format: Format::Memory }, "1073741824", Effect::Acts),
     opt("maxmemory-clients", None, 0, Kind::Number { min: -100, max: I64_MAX, unsigned: false, format: Format::MemoryOrPercent }, "0", Effect::Acts),
     opt("repl-backlog-ttl", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "3600", Effect::Inert),
@@ -420,7 +420,7 @@ pub fn option(name: &str) -> Option<&'static OptionDef> {
 }
 
 /// One client class of `client-output-buffer-limit`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BufferLimit {
     pub hard_bytes: u64,
     pub soft_bytes: u64,
@@ -1864,6 +1864,12 @@ impl Config {
     }
 
     /// Bytes; 0 means no limit. Read by every command, so without a lock.
+    /// Keys the client-side caching table may hold (0: no limit).
+    pub fn tracking_table_max_keys(&self) -> usize {
+        self.unsigned("tracking-table-max-keys")
+            .min(usize::MAX as u64) as usize
+    }
+
     pub fn maxmemory(&self) -> u64 {
         self.hot.maxmemory.load(Ordering::Relaxed)
     }

@@ -144,6 +144,7 @@ pub fn execute(
         return outcome;
     }
     record_errors(server, reply, mark, errors_before);
+    crate::tracking::command_done(client, args);
     // CLIENT REPLY answers only when it turns replies on; anything else follows the mode it
     // started under.
     let drop_reply = if is_client_reply(args) {
@@ -1029,6 +1030,7 @@ fn run_command(
             changes_before,
         );
     }
+    crate::tracking::after_command(server, client, command, args, keys);
     // Taken, not read: a command run inside this one (a script's redis.call, EXEC's queue)
     // leaves its effects here after counting them, and the command around it must not
     // count them again.

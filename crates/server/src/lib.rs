@@ -12,6 +12,7 @@
 //! - [`busy_poll`]: polling a little before the runtime sleeps (`busy-poll-us`).
 //! - [`persistence`]: the AOF and RDB snapshots (formats in `latch-persist`).
 //! - [`pubsub`]: channels, patterns and their subscribers; how messages reach them.
+//! - [`tracking`]: client-side caching (CLIENT TRACKING) and its invalidations.
 
 pub mod acl;
 pub mod busy_poll;
@@ -28,6 +29,7 @@ pub mod server;
 pub mod spec;
 pub mod stats;
 pub mod table;
+pub mod tracking;
 
 use tracing::info;
 

@@ -294,6 +294,9 @@ impl Drop for Registered<'_> {
         if client.subscriptions.any() {
             crate::pubsub::leave_all(self.server, &client.shared, &mut client.subscriptions);
         }
+        if client.tracking.on {
+            self.server.tracking.disable(self.server, client);
+        }
         self.server.clients.disconnect(self.client.id);
     }
 }
@@ -626,6 +629,10 @@ where
         if client.shared.is_killed() {
             break;
         }
+        if shared.outbox.queued() > 0 {
+            // Messages queued before this input came go out before its replies.
+            shared.outbox.take_into(reply.buffer());
+        }
         // One clock reading for the input: its time for CLIENT LIST's idle, and the first
         // command's start.
         let arrived = Tick::now();
@@ -713,6 +720,7 @@ where
                     monitor = None;
                 }
                 if client.close_after_reply || client.shared.is_killed() {
+                    client.shared.closing.store(true, Ordering::Relaxed);
                     let _ = flush_all(server, client, stream, reply).await;
                     break 'connection;
                 }
@@ -1507,6 +1515,7 @@ pub async fn cron(server: Arc<Server>) {
         crate::persistence::cron(&server);
         server.migrate_sockets.close_idle();
         release_idle_buffers(&server);
+        server.tracking.cron(&server);
         // A CLIENT PAUSE holds the dataset still: nothing expires until it ends.
         if !server.active_expire.load(Ordering::Relaxed)
             || server.keyspace.expiry_held_at(Tick::now())
@@ -1527,7 +1536,8 @@ pub async fn cron(server: Arc<Server>) {
                     server
                         .keyspace
                         .sweep_shard(shard, SWEEP_KEYS, &mut |removed| {
-                            server.persistence.log_expired(removed)
+                            server.persistence.log_expired(removed);
+                            server.tracking.expired(&server, removed);
                         });
                 if !removed.is_empty() {
                     server

@@ -33,6 +33,8 @@ pub struct Server {
     pub monitor_feed: broadcast::Sender<Bytes>,
     /// Pub/sub channels and patterns and their subscribers.
     pub pubsub: crate::pubsub::Hub,
+    /// Client-side caching: tracking clients, the keys they hold, BCAST prefixes.
+    pub tracking: crate::tracking::Tracking,
     pub shutdown_requested: AtomicBool,
     pub shutdown: Notify,
     /// The Lua VM, the script cache and the state of the running script.
@@ -94,6 +96,7 @@ impl Server {
             active_expire: AtomicBool::new(true),
             monitor_feed,
             pubsub: crate::pubsub::Hub::new(),
+            tracking: crate::tracking::Tracking::new(),
             shutdown_requested: AtomicBool::new(false),
             shutdown: Notify::new(),
             scripting: Scripting::new(),

@@ -269,7 +269,7 @@ fn client_setinfo_no_evict_no_touch_and_tracking_stubs() {
     raw.expect(&[b"CLIENT", b"GETREDIR"], b":-1\r\n");
     raw.expect(
         &[b"CLIENT", b"TRACKINGINFO"],
-        b"*6\r\n$5\r\nflags\r\n*1\r\n+off\r\n$8\r\nredirect\r\n:-1\r\n$8\r\nprefixes\r\n*0\r\n",
+        b"*6\r\n$5\r\nflags\r\n*1\r\n$3\r\noff\r\n$8\r\nredirect\r\n:-1\r\n$8\r\nprefixes\r\n*0\r\n",
     );
     raw.expect(&[b"CLIENT", b"UNBLOCK", b"12345"], b":0\r\n");
     raw.expect(

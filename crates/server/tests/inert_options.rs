@@ -40,7 +40,7 @@ const INERT: &str = "
     sanitize-dump-payload server_cpulist set-max-intset-entries set-proc-title
     shutdown-on-sigint shutdown-on-sigterm shutdown-timeout socket-mark-id
     stop-writes-on-bgsave-error supervised syslog-enabled syslog-facility syslog-ident
-    tcp-backlog tracking-table-max-keys use-exit-on-panic watchdog-period
+    tcp-backlog use-exit-on-panic watchdog-period
     zset-max-listpack-entries zset-max-listpack-value
 ";
 

@@ -11,6 +11,7 @@ use super::{err, is, parse_i64, Ctx};
 use crate::client::{ClientShared, ReplyMode};
 use crate::pause::PauseMode;
 use crate::spec::{acl, flag, Arg, CommandSpec, Group};
+use crate::tracking::flags as tracking_flags;
 
 pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
     name: "client",
@@ -24,6 +25,24 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
 }];
 
 static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "caching",
+        group: Group::Connection,
+        summary: "Says whether the next command's keys are tracked, in OPTIN or OPTOUT mode.",
+        since: "6.0.0",
+        complexity: "O(1)",
+        arity: 3,
+        flags: flag::NOSCRIPT | flag::LOADING | flag::STALE,
+        acl: acl::CONNECTION,
+        arguments: &[
+            Arg::oneof("mode", &[
+                Arg::token("yes", "YES"),
+                Arg::token("no", "NO"),
+            ]),
+        ],
+        handler: Some(client_caching),
+        ..CommandSpec::BASE
+    },
     CommandSpec {
         name: "getname",
         group: Group::Connection,
@@ -252,6 +271,30 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         ..CommandSpec::BASE
     },
     CommandSpec {
+        name: "tracking",
+        group: Group::Connection,
+        summary: "Turns client-side caching support (key tracking and invalidations) on or off.",
+        since: "6.0.0",
+        complexity: "O(1). Some options may introduce additional complexity.",
+        arity: -3,
+        flags: flag::NOSCRIPT | flag::LOADING | flag::STALE,
+        acl: acl::CONNECTION,
+        arguments: &[
+            Arg::oneof("status", &[
+                Arg::token("on", "ON"),
+                Arg::token("off", "OFF"),
+            ]),
+            Arg::integer("client-id").with_token("REDIRECT").optional(),
+            Arg::string("prefix").with_token("PREFIX").optional().multiple().multiple_token(),
+            Arg::token("BCAST", "BCAST").optional(),
+            Arg::token("OPTIN", "OPTIN").optional(),
+            Arg::token("OPTOUT", "OPTOUT").optional(),
+            Arg::token("NOLOOP", "NOLOOP").optional(),
+        ],
+        handler: Some(client_tracking),
+        ..CommandSpec::BASE
+    },
+    CommandSpec {
         name: "trackinginfo",
         group: Group::Connection,
         summary: "Describes this connection's client-side caching (tracking) state.",
@@ -317,6 +360,9 @@ fn client_help(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
         ctx.reply,
         "client",
         &[
+            "CACHING (YES|NO)",
+            "    In OPTIN (OPTOUT) tracking mode, track (do not track) the keys of the next",
+            "    command or transaction.",
             "GETNAME",
             "    Reply with this connection's name, or null when it has none.",
             "GETREDIR",
@@ -350,6 +396,9 @@ fn client_help(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
             "    Record the client library's name or version.",
             "SETNAME <name>",
             "    Name this connection (an empty name removes it).",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+            "         [OPTIN] [OPTOUT] [NOLOOP]",
+            "    Turn client-side caching support (key tracking, invalidations) on or off.",
             "TRACKINGINFO",
             "    Describe this connection's client-side caching state.",
             "UNBLOCK <clientid> [TIMEOUT|ERROR]",
@@ -655,20 +704,234 @@ fn client_reply(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     ctx.reply.ok();
 }
 
-/// No client-side caching yet: never redirected.
+/// The id invalidations are redirected to (0: none) while tracking, else -1.
 fn client_getredir(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
-    ctx.reply.integer(-1);
+    let tracking = &ctx.client.tracking;
+    ctx.reply.integer(if tracking.on {
+        tracking.redirect as i64
+    } else {
+        -1
+    });
 }
 
 fn client_trackinginfo(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
+    let tracking = &ctx.client.tracking;
+    let broken = ctx.client.shared.tracking.flags() & tracking_flags::BROKEN_REDIRECT != 0;
+    let mut shown: Vec<&[u8]> = vec![if tracking.on { b"on" } else { b"off" }];
+    if tracking.bcast {
+        shown.push(b"bcast");
+    }
+    if tracking.optin {
+        shown.push(b"optin");
+        if tracking.caching {
+            shown.push(b"caching-yes");
+        }
+    }
+    if tracking.optout {
+        shown.push(b"optout");
+        if tracking.caching {
+            shown.push(b"caching-no");
+        }
+    }
+    if tracking.noloop {
+        shown.push(b"noloop");
+    }
+    if broken {
+        shown.push(b"broken_redirect");
+    }
     ctx.reply.map(3);
     ctx.reply.bulk(b"flags");
-    ctx.reply.set(1);
-    ctx.reply.simple(b"off");
+    ctx.reply.set(shown.len());
+    for flag in shown {
+        ctx.reply.bulk(flag);
+    }
     ctx.reply.bulk(b"redirect");
-    ctx.reply.integer(-1);
+    ctx.reply.integer(if tracking.on {
+        tracking.redirect as i64
+    } else {
+        -1
+    });
     ctx.reply.bulk(b"prefixes");
-    ctx.reply.array(0);
+    ctx.reply.array(tracking.prefixes.len());
+    for prefix in &tracking.prefixes {
+        ctx.reply.bulk(prefix);
+    }
+}
+
+/// CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p ...] [BCAST] [OPTIN] [OPTOUT] [NOLOOP],
+/// with Redis' checks in Redis' order.
+fn client_tracking(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let mut redirect: i64 = 0;
+    let mut options = 0u8;
+    let mut prefixes: Vec<Bytes> = Vec::new();
+    let mut at = 3;
+    while at < args.len() {
+        let more = at + 1 < args.len();
+        let option = &args[at];
+        if is(option, "REDIRECT") && more {
+            at += 1;
+            if redirect != 0 {
+                ctx.reply
+                    .error(b"ERR A client can only redirect to a single other client");
+                return;
+            }
+            let Some(id) = parse_i64(&args[at]) else {
+                ctx.reply.error(err::NOT_INTEGER);
+                return;
+            };
+            // It must exist now (it may go later: its clients then learn of it).
+            let exists = u64::try_from(id)
+                .ok()
+                .and_then(|id| ctx.server.clients.get(id))
+                .is_some_and(|c| !c.is_closing());
+            if !exists {
+                ctx.reply
+                    .error(b"ERR The client ID you want redirect to does not exist");
+                return;
+            }
+            redirect = id;
+        } else if is(option, "BCAST") {
+            options |= tracking_flags::BCAST;
+        } else if is(option, "OPTIN") {
+            options |= tracking_flags::OPTIN;
+        } else if is(option, "OPTOUT") {
+            options |= tracking_flags::OPTOUT;
+        } else if is(option, "NOLOOP") {
+            options |= tracking_flags::NOLOOP;
+        } else if is(option, "PREFIX") && more {
+            at += 1;
+            prefixes.push(args[at].clone());
+        } else {
+            ctx.reply.error(err::SYNTAX);
+            return;
+        }
+        at += 1;
+    }
+    if is(&args[2], "OFF") {
+        ctx.server.tracking.disable(ctx.server, ctx.client);
+        ctx.reply.ok();
+        return;
+    }
+    if !is(&args[2], "ON") {
+        ctx.reply.error(err::SYNTAX);
+        return;
+    }
+    let bcast = options & tracking_flags::BCAST != 0;
+    let optin = options & tracking_flags::OPTIN != 0;
+    let optout = options & tracking_flags::OPTOUT != 0;
+    let current = &ctx.client.tracking;
+    if !bcast && !prefixes.is_empty() {
+        ctx.reply
+            .error(b"ERR PREFIX option requires BCAST mode to be enabled");
+        return;
+    }
+    if current.on && current.bcast != bcast {
+        ctx.reply.error(b"ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.");
+        return;
+    }
+    if bcast && (optin || optout) {
+        ctx.reply
+            .error(b"ERR OPTIN and OPTOUT are not compatible with BCAST");
+        return;
+    }
+    if optin && optout {
+        ctx.reply
+            .error(b"ERR You can't specify both OPTIN mode and OPTOUT mode");
+        return;
+    }
+    if (optin && current.optout) || (optout && current.optin) {
+        ctx.reply.error(b"ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.");
+        return;
+    }
+    if bcast && !prefixes_acceptable(ctx, &prefixes) {
+        return;
+    }
+    ctx.server
+        .tracking
+        .enable(ctx.server, ctx.client, redirect as u64, options, &prefixes);
+    ctx.reply.ok();
+}
+
+/// Redis' `checkPrefixCollisionsOrReply`: no new prefix may be a prefix of (or equal to)
+/// one the client has, nor of another new one. Like Redis 7.0.15, whose check returns the
+/// index of the first prefix of a colliding pair among the new ones (taken as success
+/// unless it is the first), a collision found there for a later prefix answers the error
+/// and still lets tracking go on (and answer OK).
+fn prefixes_acceptable(ctx: &mut Ctx<'_, '_>, prefixes: &[Bytes]) -> bool {
+    fn overlap(a: &[u8], b: &[u8]) -> bool {
+        let shorter = a.len().min(b.len());
+        a[..shorter] == b[..shorter]
+    }
+    for (i, prefix) in prefixes.iter().enumerate() {
+        if let Some(existing) = ctx
+            .client
+            .tracking
+            .prefixes
+            .iter()
+            .find(|existing| overlap(existing, prefix))
+        {
+            let message = prefix_error(prefix, "an existing", existing);
+            ctx.reply.error(&message);
+            return false;
+        }
+        if let Some(other) = prefixes[i + 1..]
+            .iter()
+            .find(|other| overlap(prefix, other))
+        {
+            let message = prefix_error(prefix, "another provided", other);
+            ctx.reply.error(&message);
+            return i != 0;
+        }
+    }
+    true
+}
+
+/// `Prefix 'a' overlaps with <which> prefix 'b'. ...`, each prefix shown as C's `%s`
+/// shows it (up to a NUL byte), newlines turned into spaces as Redis' error replies do.
+fn prefix_error(prefix: &[u8], which: &str, other: &[u8]) -> Vec<u8> {
+    let c_string = |bytes: &[u8]| -> Vec<u8> {
+        bytes
+            .iter()
+            .take_while(|&&b| b != 0)
+            .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+            .collect()
+    };
+    let mut message = b"ERR Prefix '".to_vec();
+    message.extend(c_string(prefix));
+    message.extend_from_slice(format!("' overlaps with {which} prefix '").as_bytes());
+    message.extend(c_string(other));
+    message.extend_from_slice(b"'. Prefixes for a single client must not overlap.");
+    message
+}
+
+/// CLIENT CACHING YES|NO: in OPTIN mode, track the next command's keys; in OPTOUT mode,
+/// do not.
+fn client_caching(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let tracking = &mut ctx.client.tracking;
+    if !tracking.on {
+        ctx.reply.error(b"ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled");
+        return;
+    }
+    if is(&args[2], "YES") {
+        if !tracking.optin {
+            ctx.reply.error(
+                b"ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            );
+            return;
+        }
+    } else if is(&args[2], "NO") {
+        if !tracking.optout {
+            ctx.reply.error(
+                b"ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            );
+            return;
+        }
+    } else {
+        ctx.reply.error(err::SYNTAX);
+        return;
+    }
+    tracking.caching = true;
+    ctx.reply.ok();
 }
 
 /// CLIENT UNBLOCK id [TIMEOUT|ERROR]: ends a blocking command's wait as if it timed out (or

@@ -300,6 +300,7 @@ fn reset(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
         ctx.server.clients.monitors.fetch_sub(1, Ordering::Relaxed);
     }
     crate::pubsub::leave_all(ctx.server, &shared, &mut ctx.client.subscriptions);
+    ctx.server.tracking.disable(ctx.server, ctx.client);
     ctx.client.db = 0;
     shared.db.store(0, Ordering::Relaxed);
     ctx.reply.set_resp(Resp::V2);

@@ -233,7 +233,7 @@ fn clients_section(server: &Server, out: &mut String) {
         "blocked_clients",
         server.clients.blocked.load(Ordering::Relaxed),
     );
-    field(out, "tracking_clients", 0);
+    field(out, "tracking_clients", server.tracking.client_count());
     field(out, "clients_in_timeout_table", 0);
 }
 
@@ -691,13 +691,17 @@ fn stats_section(server: &Server, out: &mut String) {
         "active_defrag_key_misses",
         "total_active_defrag_time",
         "current_active_defrag_time",
-        "tracking_total_keys",
-        "tracking_total_items",
-        "tracking_total_prefixes",
-        "unexpected_error_replies",
     ] {
         field(out, name, 0);
     }
+    field(out, "tracking_total_keys", server.tracking.key_count());
+    field(out, "tracking_total_items", server.tracking.item_count());
+    field(
+        out,
+        "tracking_total_prefixes",
+        server.tracking.prefix_count(),
+    );
+    field(out, "unexpected_error_replies", 0);
     field(out, "total_error_replies", load(&stats.total_error_replies));
     field(out, "dump_payload_sanitizations", 0);
     field(

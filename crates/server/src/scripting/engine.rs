@@ -607,6 +607,10 @@ impl Engine {
         let caller_deny_blocking = ctx.client.deny_blocking;
         ctx.client.deny_blocking = true;
         ctx.client.in_script = true;
+        if ctx.client.tracking.on {
+            // A read-only call makes the caller track the declared keys.
+            ctx.client.tracking.script_keys = Some(keys.to_vec());
+        }
         self.run
             .script_started(options.eval, ctx.client.command_started);
         self.active.resp.store(2, Ordering::Relaxed);
@@ -629,6 +633,7 @@ impl Engine {
         ctx.client.db = caller_db;
         ctx.client.deny_blocking = caller_deny_blocking;
         ctx.client.in_script = false;
+        ctx.client.tracking.script_keys = None;
         let resp = self.active.resp.load(Ordering::Relaxed);
         match outcome {
             Ok(Ran::Nil) => ctx.reply.null(),
