@@ -74,6 +74,7 @@ DEFAULT_UNITS=(
     unit/scripting
     unit/dump
     unit/querybuf
+    unit/pubsub
 )
 
 # [ok] counts with: runtest --host .. --port .. --ignore-encoding
@@ -104,6 +105,7 @@ declare -A EXPECTED_OK=(
     [unit/scripting]=188
     [unit/dump]=11
     [unit/querybuf]=2
+    [unit/pubsub]=30
 )
 
 RUNTEST_ARGS=(--ignore-encoding --ignore-digest --tags "-needs:debug -needs:repl")

@@ -19,7 +19,10 @@ pub mod value;
 pub mod zset;
 
 pub use clock::{Clock, Deadline, Now, Tick};
-pub use keyspace::{Effects, KeyWaiter, Keyspace, Locked, LongWait, Snapshot, Woken};
+pub use keyspace::{
+    record, Effects, EvictionCandidate, KeyEvent, KeyEvents, KeyWaiter, Keyspace, Locked, LongWait,
+    Snapshot, Woken,
+};
 pub use slot::Slot;
 pub use stream::Stream;
 pub use table::{Swept, Table};

@@ -1300,7 +1300,8 @@ pub async fn cron(server: Arc<Server>) {
                     server
                         .keyspace
                         .sweep_shard(shard, SWEEP_KEYS, &mut |removed| {
-                            server.persistence.log_expired(removed)
+                            server.persistence.log_expired(removed);
+                            crate::pubsub::notify::expired(&server, removed);
                         });
                 if !removed.is_empty() {
                     server
