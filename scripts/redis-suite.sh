@@ -81,6 +81,7 @@ DEFAULT_UNITS=(
     unit/querybuf
     unit/pause
     unit/tracking
+    unit/pubsub
 )
 
 # [ok] counts with: runtest --host .. --port .. --ignore-encoding
@@ -114,6 +115,7 @@ declare -A EXPECTED_OK=(
     [unit/querybuf]=2
     [unit/pause]=14
     [unit/tracking]=51
+    [unit/pubsub]=30
 )
 
 RUNTEST_ARGS=(--ignore-encoding --ignore-digest --tags "-needs:debug -needs:repl")

@@ -258,6 +258,39 @@ impl TrackedChanges {
     }
 }
 
+/// What a lookup or an insertion did that keyspace notifications report: Redis emits these
+/// from inside its lookups (`expired`, `keymiss`) and `dbAdd` (`new`), not from the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyEvent {
+    /// A lookup found the key past its deadline and removed it.
+    Expired,
+    /// A lookup found nothing (recorded only while [`Locked::record`] asks for misses).
+    Miss,
+    /// An insertion created the key.
+    New,
+}
+
+/// What a view recorded: `(event, db, key)` in order.
+pub type KeyEvents = Vec<(KeyEvent, usize, Box<[u8]>)>;
+
+/// Which [`KeyEvent`]s a view records into [`Locked::key_events`]: bits of
+/// [`Locked::record`]. Zero (the default) records nothing and costs one test per lookup.
+pub mod record {
+    pub const EXPIRED: u8 = 1 << 0;
+    pub const MISS: u8 = 1 << 1;
+    pub const NEW: u8 = 1 << 2;
+}
+
+/// A key eviction may remove ([`Keyspace::eviction_sample`]).
+#[derive(Debug, Clone)]
+pub struct EvictionCandidate {
+    pub db: usize,
+    pub key: Box<[u8]>,
+    /// Last access, in seconds on the keyspace clock ([`Slot::access_s`]).
+    pub access_s: u32,
+    pub deadline: Option<Deadline>,
+}
+
 /// Cache-line padding keeps two shards' locks off one line.
 #[derive(Debug)]
 #[repr(align(128))]
@@ -324,6 +357,13 @@ pub struct Locked<'a> {
     /// Keys lookups found past their deadline and removed, as `(db, key)`, in order: the
     /// server logs a `DEL` for each before the command that found it.
     pub expired_keys: Vec<(usize, Box<[u8]>)>,
+    /// Which events to record in [`key_events`](Self::key_events) ([`record`] bits); the
+    /// server sets it per command from the notifications it has to send.
+    pub record: u8,
+    /// Expiries, misses and new keys, in the order they happened, as `(event, db, key)`:
+    /// the server turns them into keyspace notifications ([`Locked::take_key_events`]).
+    /// Boxed: the view is moved by value on every command, and is rarely asked to record.
+    key_events: Option<Box<KeyEvents>>,
     /// When `now` was read: the first command run under the view takes it as its start
     /// time, so timing it costs no second clock read.
     pub read_at: Option<Tick>,
@@ -661,6 +701,7 @@ impl Keyspace {
         self.view(Guards::None, reading)
     }
 
+    #[inline]
     fn view<'a>(&'a self, guards: Guards<'a>, reading: Option<Tick>) -> Locked<'a> {
         let (mut now, read_at) = match reading {
             Some(at) => (self.clock.now_from(at), at),
@@ -683,6 +724,8 @@ impl Keyspace {
             changes: 0,
             expired_keys: Vec::new(),
             tracked: TrackedChanges::default(),
+            record: 0,
+            key_events: None,
         }
     }
 
@@ -725,6 +768,55 @@ impl Keyspace {
         (removed, swept)
     }
 
+    /// Keys eviction may choose from: keys of `shard` drawn at random, database by
+    /// database (only keys with a deadline when `volatile`, and none past it), appended to
+    /// `out` until it holds `count`. Locks the shard for the draw only.
+    pub fn eviction_sample(
+        &self,
+        shard: usize,
+        count: usize,
+        volatile: bool,
+        out: &mut Vec<EvictionCandidate>,
+    ) {
+        use rand::Rng;
+        let now = self.clock.now();
+        let guard = self.lock_shard(shard);
+        let mut rng = rand::thread_rng();
+        for (db, table) in guard.dbs.iter().enumerate() {
+            if table.is_empty() || (volatile && table.expires() == 0) {
+                continue;
+            }
+            // Keys with a deadline may be few: a volatile draw tries harder.
+            let wanted = count.saturating_sub(out.len());
+            let tries = if volatile { wanted * 8 } else { wanted };
+            for _ in 0..tries {
+                if out.len() >= count {
+                    return;
+                }
+                let Some(slot) = table.random(|n| rng.gen_range(0..n)) else {
+                    break;
+                };
+                if (volatile && slot.deadline().is_none()) || slot.is_passed(now) {
+                    continue;
+                }
+                if out.iter().any(|c| c.db == db && *c.key == *slot.key()) {
+                    continue;
+                }
+                out.push(EvictionCandidate {
+                    db,
+                    key: slot.key().into(),
+                    access_s: slot.access_s(),
+                    deadline: slot.deadline(),
+                });
+            }
+        }
+    }
+
+    /// Whether this thread holds a view with shard locks (it may take no other).
+    pub fn thread_holds_shards() -> bool {
+        HELD_VIEWS.with(|held| held.get() > 0)
+    }
+
     /// UNWATCH for a client that holds no shard: locks its watched keys' shards and forgets
     /// them.
     pub fn unwatch(&self, watches: &mut Watches) {
@@ -761,6 +853,30 @@ fn unusual_expiry(expiry: u64, at: Tick) -> (bool, bool) {
 fn held_at(expiry: u64, at: Tick) -> bool {
     let until = expiry & !EXPIRY_LOADING;
     until != 0 && at.as_nanos() <= until
+}
+
+/// Records what a lookup that found no live key did: removed an expired key, then missed.
+#[cold]
+fn note_lookup_events(
+    record: u8,
+    key_events: &mut Option<Box<KeyEvents>>,
+    db: usize,
+    key: &[u8],
+    expired: bool,
+) {
+    if expired && record & record::EXPIRED != 0 {
+        push_key_event(key_events, KeyEvent::Expired, db, key);
+    }
+    if record & record::MISS != 0 {
+        push_key_event(key_events, KeyEvent::Miss, db, key);
+    }
+}
+
+#[cold]
+fn push_key_event(key_events: &mut Option<Box<KeyEvents>>, event: KeyEvent, db: usize, key: &[u8]) {
+    key_events
+        .get_or_insert_with(Default::default)
+        .push((event, db, key.into()));
 }
 
 /// Counts a view about to take shard locks on this thread; see [`HELD_VIEWS`].
@@ -857,6 +973,8 @@ impl<'a> Locked<'a> {
         let expired_keys = &mut self.expired_keys;
         let tracked = &mut self.tracked;
         let keyspace = self.keyspace;
+        let record = self.record;
+        let key_events = &mut self.key_events;
         let shard = view_shard(self.keyspace, &mut self.guards, self.exclusive, shard);
         // Watchers must hear of a lazy expiry; checked apart so the common path (nobody
         // watching this shard) stays one probe.
@@ -866,6 +984,9 @@ impl<'a> Locked<'a> {
             effects.misses += 1;
             expired_keys.push((db, key.into()));
             track_expired(keyspace, tracked, db, key);
+            if record != 0 {
+                note_lookup_events(record, key_events, db, key, true);
+            }
             return None;
         }
         match shard.dbs[db].lookup(hash, key, now) {
@@ -881,10 +1002,16 @@ impl<'a> Locked<'a> {
                 effects.misses += 1;
                 expired_keys.push((db, key.into()));
                 track_expired(keyspace, tracked, db, key);
+                if record != 0 {
+                    note_lookup_events(record, key_events, db, key, true);
+                }
                 None
             }
             Found::Missing => {
                 effects.misses += 1;
+                if record & record::MISS != 0 {
+                    note_lookup_events(record, key_events, db, key, false);
+                }
                 None
             }
         }
@@ -928,7 +1055,51 @@ impl<'a> Locked<'a> {
         access_s: u32,
     ) -> Option<Entry> {
         let hash = self.keyspace.hash(key);
-        self.table_mut(db, hash).insert(hash, key, entry, access_s)
+        let replaced = self.table_mut(db, hash).insert(hash, key, entry, access_s);
+        let had_deadline = replaced.as_ref().is_some_and(|old| old.deadline.is_some());
+        if self.record != 0 || had_deadline {
+            self.after_insert(db, hash, key, replaced.as_ref());
+        }
+        replaced
+    }
+
+    /// What an insertion reports beyond the insertion: a key created (`new`), or a
+    /// replaced key that was past its deadline, which no lookup had removed yet: as if one
+    /// had (Redis looks the key up for writing first), then created anew.
+    #[cold]
+    #[inline(never)]
+    fn after_insert(&mut self, db: usize, hash: u64, key: &[u8], replaced: Option<&Entry>) {
+        let now = self.now;
+        match replaced {
+            None => {}
+            Some(old) if old.deadline.is_some_and(|d| d.is_passed(now)) => {
+                let shard = self.shard_mut(self.keyspace.shard_of_hash(hash));
+                touch_watchers(shard, db, hash, key, now);
+                self.effects.expired += 1;
+                self.expired_keys.push((db, key.into()));
+                if self.record & record::EXPIRED != 0 {
+                    push_key_event(&mut self.key_events, KeyEvent::Expired, db, key);
+                }
+            }
+            Some(_) => return,
+        }
+        if self.record & record::NEW != 0 {
+            push_key_event(&mut self.key_events, KeyEvent::New, db, key);
+        }
+    }
+
+    /// Whether anything was recorded since the last [`take_key_events`](Self::take_key_events).
+    #[inline]
+    pub fn has_key_events(&self) -> bool {
+        self.key_events.is_some()
+    }
+
+    /// What was recorded (see [`Locked::record`]), in order; the record starts anew.
+    pub fn take_key_events(&mut self) -> KeyEvents {
+        self.key_events
+            .take()
+            .map(|events| *events)
+            .unwrap_or_default()
     }
 
     /// The live key's whole slot, looked up as [`get_untouched`](Self::get_untouched) does.
@@ -956,9 +1127,20 @@ impl<'a> Locked<'a> {
             self.effects.expired += 1;
             self.expired_keys.push((db, key.into()));
             track_expired(self.keyspace, &mut self.tracked, db, key);
+            if self.record & record::EXPIRED != 0 {
+                push_key_event(&mut self.key_events, KeyEvent::Expired, db, key);
+            }
             return None;
         }
         Some(slot.into_entry())
+    }
+
+    /// Removes whatever `key` holds, even past its deadline (Redis' `dbDelete`, which the
+    /// STORE commands use on a destination they leave empty): no expiry is counted or
+    /// recorded. Returns whether there was anything.
+    pub fn remove_stored(&mut self, db: usize, key: &[u8]) -> bool {
+        let hash = self.keyspace.hash(key);
+        self.table_mut(db, hash).remove(hash, key).is_some()
     }
 
     /// Changes a live key's deadline; false when there is no live key.
@@ -1271,6 +1453,58 @@ impl<'a> Locked<'a> {
         visit: &mut dyn FnMut(&Slot),
     ) -> u64 {
         let now = self.now;
+        self.scan_slots(db, cursor, count, &mut |slot| {
+            if !slot.is_passed(now) {
+                visit(slot);
+            }
+        })
+    }
+
+    /// [`scan`](Self::scan) that also hands back, in `passed`, the keys it met past their
+    /// deadline (still stored): the SCAN command removes those it would have returned.
+    pub fn scan_with_passed(
+        &mut self,
+        db: usize,
+        cursor: u64,
+        count: usize,
+        visit: &mut dyn FnMut(&Slot),
+        passed: &mut Vec<Box<[u8]>>,
+    ) -> u64 {
+        let now = self.now;
+        self.scan_slots(db, cursor, count, &mut |slot| {
+            if slot.is_passed(now) {
+                passed.push(slot.key().into());
+            } else {
+                visit(slot);
+            }
+        })
+    }
+
+    /// Removes `key` if it is past its deadline, as a lookup would (the expiry counted,
+    /// logged and recorded), without counting a hit or a miss. Returns whether it did.
+    pub fn expire_if_passed(&mut self, db: usize, key: &[u8]) -> bool {
+        let hash = self.keyspace.hash(key);
+        let now = self.now;
+        let shard = self.shard_mut(self.keyspace.shard_of_hash(hash));
+        if !shard.dbs[db].remove_if_passed(hash, key, now) {
+            return false;
+        }
+        touch_watchers(shard, db, hash, key, now);
+        self.effects.expired += 1;
+        self.expired_keys.push((db, key.into()));
+        if self.record & record::EXPIRED != 0 {
+            push_key_event(&mut self.key_events, KeyEvent::Expired, db, key);
+        }
+        true
+    }
+
+    fn scan_slots(
+        &mut self,
+        db: usize,
+        cursor: u64,
+        count: usize,
+        visit: &mut dyn FnMut(&Slot),
+    ) -> u64 {
         let keyspace = self.keyspace;
         let count = count.max(1);
         let mut position = cursor;
@@ -1281,9 +1515,7 @@ impl<'a> Locked<'a> {
             let wanted = count.saturating_sub(seen);
             let mut counting = |slot: &Slot| {
                 seen += 1;
-                if !slot.is_passed(now) {
-                    visit(slot);
-                }
+                visit(slot);
             };
             let next = all[shard].dbs[db].scan(position, wanted, &mut counting);
             match next {
@@ -1302,8 +1534,18 @@ impl<'a> Locked<'a> {
         }
     }
 
-    /// A random live key of `db`. Needs every shard.
+    /// A random live key of `db`; picks past their deadline are removed on the way, as
+    /// RANDOMKEY does. Needs every shard.
     pub fn random_key(&mut self, db: usize) -> Option<Vec<u8>> {
+        let mut passed: Vec<Vec<u8>> = Vec::new();
+        let found = self.random_live_key(db, &mut passed);
+        for key in passed {
+            self.expire_if_passed(db, &key);
+        }
+        found
+    }
+
+    fn random_live_key(&mut self, db: usize, passed: &mut Vec<Vec<u8>>) -> Option<Vec<u8>> {
         use rand::Rng;
         let now = self.now;
         let mut rng = rand::thread_rng();
@@ -1322,6 +1564,9 @@ impl<'a> Locked<'a> {
             if let Some(slot) = table.random(|n| rng.gen_range(0..n)) {
                 if !slot.is_passed(now) {
                     return Some(slot.key().to_vec());
+                }
+                if !passed.iter().any(|k| k.as_slice() == slot.key()) {
+                    passed.push(slot.key().to_vec());
                 }
             }
         }

@@ -20,7 +20,8 @@ pub mod zset;
 
 pub use clock::{Clock, Deadline, Now, Tick};
 pub use keyspace::{
-    Effects, KeyWaiter, Keyspace, Locked, LongWait, Snapshot, Tracked, TrackedChanges, Woken,
+    record, Effects, EvictionCandidate, KeyEvent, KeyEvents, KeyWaiter, Keyspace, Locked, LongWait,
+    Snapshot, Tracked, TrackedChanges, Woken,
 };
 pub use slot::Slot;
 pub use stream::Stream;

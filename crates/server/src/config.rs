@@ -279,7 +279,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("syslog-facility", None, o::IMMUTABLE, Kind::Enum(SYSLOG_FACILITY), "local0", Effect::Inert),
     opt("repl-diskless-load", None, o::DEBUG | o::DENY_LOADING, Kind::Enum(REPL_DISKLESS_LOAD), "disabled", Effect::Inert),
     opt("loglevel", None, 0, Kind::Enum(LOGLEVEL), "notice", Effect::Acts),
-    opt("maxmemory-policy", None, 0, Kind::Enum(MAXMEMORY_POLICY), "noeviction", Effect::Inert),
+    opt("maxmemory-policy", None, 0, Kind::Enum(MAXMEMORY_POLICY), "noeviction", Effect::Acts),
     opt("appendfsync", None, 0, Kind::Enum(APPENDFSYNC), "everysec", Effect::Acts),
     opt("oom-score-adj", None, 0, Kind::Enum(OOM_SCORE_ADJ), "no", Effect::Inert),
     opt("acl-pubsub-default", None, 0, Kind::Enum(ACL_PUBSUB_DEFAULT), "resetchannels", Effect::Acts),
@@ -307,7 +307,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("lfu-decay-time", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "1", Effect::Inert),
     opt("replica-priority", Some("slave-priority"), 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "100", Effect::Inert),
     opt("repl-diskless-sync-delay", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "5", Effect::Inert),
-    opt("maxmemory-samples", None, 0, Kind::Number { min: 1, max: I32_MAX, unsigned: false, format: Format::Plain }, "5", Effect::Inert),
+    opt("maxmemory-samples", None, 0, Kind::Number { min: 1, max: I32_MAX, unsigned: false, format: Format::Plain }, "5", Effect::Acts),
     opt("maxmemory-eviction-tenacity", None, 0, Kind::Number { min: 0, max: 100, unsigned: false, format: Format::Plain }, "10", Effect::Inert),
     opt("timeout", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
     opt("replica-announce-port", Some("slave-announce-port"), 0, Kind::Number { min: 0, max: 65535, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
@@ -367,7 +367,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("save", None, o::MULTI_ARG, Kind::Special(Special::Save), "3600 1 300 100 60 10000", Effect::Acts),
     opt("client-output-buffer-limit", None, o::MULTI_ARG, Kind::Special(Special::ClientOutputBufferLimit), "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", Effect::Acts),
     opt("oom-score-adj-values", None, o::MULTI_ARG, Kind::Special(Special::OomScoreAdjValues), "0 200 800", Effect::Inert),
-    opt("notify-keyspace-events", None, 0, Kind::Special(Special::NotifyKeyspaceEvents), "", Effect::Inert),
+    opt("notify-keyspace-events", None, 0, Kind::Special(Special::NotifyKeyspaceEvents), "", Effect::Acts),
     opt("bind", None, o::MULTI_ARG, Kind::Special(Special::Bind), "127.0.0.1 -::1", Effect::Acts),
     opt("replicaof", Some("slaveof"), o::IMMUTABLE | o::MULTI_ARG, Kind::Special(Special::ReplicaOf), "", Effect::Acts),
     opt("latency-tracking-info-percentiles", None, o::MULTI_ARG, Kind::Special(Special::LatencyPercentiles), "50 99 99.9", Effect::Inert),
@@ -603,21 +603,22 @@ fn strerror(error: &std::io::Error) -> String {
     }
 }
 
-// Keyspace event classes (Redis' notify.c flags).
-const NOTIFY_KEYSPACE: i64 = 1 << 0;
-const NOTIFY_KEYEVENT: i64 = 1 << 1;
-const NOTIFY_GENERIC: i64 = 1 << 2;
-const NOTIFY_STRING: i64 = 1 << 3;
-const NOTIFY_LIST: i64 = 1 << 4;
-const NOTIFY_SET: i64 = 1 << 5;
-const NOTIFY_HASH: i64 = 1 << 6;
-const NOTIFY_ZSET: i64 = 1 << 7;
-const NOTIFY_EXPIRED: i64 = 1 << 8;
-const NOTIFY_EVICTED: i64 = 1 << 9;
-const NOTIFY_STREAM: i64 = 1 << 10;
-const NOTIFY_KEY_MISS: i64 = 1 << 11;
-const NOTIFY_MODULE: i64 = 1 << 13;
-const NOTIFY_NEW: i64 = 1 << 14;
+// Keyspace event classes: the bits `crate::pubsub::notify` publishes by.
+use crate::pubsub::notify;
+const NOTIFY_KEYSPACE: i64 = notify::KEYSPACE as i64;
+const NOTIFY_KEYEVENT: i64 = notify::KEYEVENT as i64;
+const NOTIFY_GENERIC: i64 = notify::GENERIC as i64;
+const NOTIFY_STRING: i64 = notify::STRING as i64;
+const NOTIFY_LIST: i64 = notify::LIST as i64;
+const NOTIFY_SET: i64 = notify::SET as i64;
+const NOTIFY_HASH: i64 = notify::HASH as i64;
+const NOTIFY_ZSET: i64 = notify::ZSET as i64;
+const NOTIFY_EXPIRED: i64 = notify::EXPIRED as i64;
+const NOTIFY_EVICTED: i64 = notify::EVICTED as i64;
+const NOTIFY_STREAM: i64 = notify::STREAM as i64;
+const NOTIFY_KEY_MISS: i64 = notify::KEY_MISS as i64;
+const NOTIFY_MODULE: i64 = notify::MODULE as i64;
+const NOTIFY_NEW: i64 = notify::NEW as i64;
 const NOTIFY_ALL: i64 = NOTIFY_GENERIC
     | NOTIFY_STRING
     | NOTIFY_LIST

@@ -131,17 +131,17 @@ pub fn execute(
     }
     let mark = reply.len();
     let suppress = matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skip);
-    if client.reply_mode == ReplyMode::Skip {
-        client.reply_mode = ReplyMode::On;
-    }
+    // SKIP holds while the command runs (pushes such as subscribe confirmations still go
+    // out), and is used up once it ran, unless the command changed the mode itself.
+    let skipping = client.reply_mode == ReplyMode::Skip;
     let errors_before = reply.error_count();
     let outcome = dispatch(server, client, reply, args, found);
     if outcome != Outcome::Done {
-        if client.reply_mode == ReplyMode::On && suppress {
-            // SKIP was consumed above; the command will come back for it.
-            client.reply_mode = ReplyMode::Skip;
-        }
+        // The command will come back (after a script, or a pause), still skipped.
         return outcome;
+    }
+    if skipping && client.reply_mode == ReplyMode::Skip {
+        client.reply_mode = ReplyMode::On;
     }
     record_errors(server, reply, mark, errors_before);
     crate::tracking::command_done(client, args);
@@ -612,6 +612,8 @@ fn refused_for_memory(server: &Server, client: &Client, command: &Command) -> bo
     if server.config.maxmemory() == 0 {
         return false;
     }
+    // Keys go first when the policy allows it (Redis evicts before every command).
+    crate::evict::perform(server);
     let special = special();
     let grows = if command.id == special.exec {
         queue_has(client, |spec| spec.has_flag(flag::DENYOOM))
@@ -1002,6 +1004,7 @@ fn run_command(
     client.errors_mark = reply.error_count();
     keys.touch = !client.shared.no_touch.load(Ordering::Relaxed);
     keys.effects = Effects::default();
+    crate::pubsub::notify::set_record(server, spec, keys);
     let logged_from = client.propagated.len();
     let changes_before = keys.changes;
     client.propagation_replaced = false;
@@ -1015,6 +1018,11 @@ fn run_command(
         if let Some(handler) = spec.handler {
             handler(&mut ctx, args);
         }
+    }
+    // Expiries, misses and new keys the handler did not report an event after: before the
+    // reply, whether or not anything is logged.
+    if keys.has_key_events() {
+        crate::pubsub::notify::flush(server, keys);
     }
     if !keys.expired_keys.is_empty()
         || client.propagation_replaced

@@ -19,6 +19,7 @@ pub mod busy_poll;
 pub mod client;
 pub mod commands;
 pub mod config;
+pub mod evict;
 pub mod gate;
 pub mod net;
 pub mod pause;

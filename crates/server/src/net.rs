@@ -1538,6 +1538,7 @@ pub async fn cron(server: Arc<Server>) {
                         .sweep_shard(shard, SWEEP_KEYS, &mut |removed| {
                             server.persistence.log_expired(removed);
                             server.tracking.expired(&server, removed);
+                            crate::pubsub::notify::expired(&server, removed);
                         });
                 if !removed.is_empty() {
                     server

@@ -52,8 +52,8 @@ pub struct Server {
 }
 
 impl Server {
-    /// Over `maxmemory` (when one is set): commands that may grow memory get OOM. Latch
-    /// evicts nothing yet, so every policy behaves as `noeviction`.
+    /// Over `maxmemory` (when one is set): commands that may grow memory get OOM once
+    /// eviction (`crate::evict`, when the policy allows it) could not make room.
     pub fn out_of_memory(&self) -> bool {
         let limit = self.config.maxmemory();
         limit != 0 && crate::commands::info::used_memory_recent() > limit
@@ -83,6 +83,8 @@ impl Server {
         keyspace.set_long_wait(wait_beside_runtime);
         let now = keyspace.clock().now();
         let (monitor_feed, _) = broadcast::channel(MONITOR_BACKLOG);
+        let pubsub = crate::pubsub::Hub::new();
+        pubsub.set_notify_flags(config.notify_keyspace_events());
         Server {
             keyspace,
             config,
@@ -95,7 +97,7 @@ impl Server {
             started_unix_s: now.wall_s(),
             active_expire: AtomicBool::new(true),
             monitor_feed,
-            pubsub: crate::pubsub::Hub::new(),
+            pubsub,
             tracking: crate::tracking::Tracking::new(),
             shutdown_requested: AtomicBool::new(false),
             shutdown: Notify::new(),

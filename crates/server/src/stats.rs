@@ -21,6 +21,8 @@ pub struct Stats {
     pub total_commands_processed: AtomicU64,
     pub rejected_connections: AtomicU64,
     pub expired_keys: AtomicU64,
+    /// Keys removed for `maxmemory` (`crate::evict`).
+    pub evicted_keys: AtomicU64,
     pub keyspace_hits: AtomicU64,
     pub keyspace_misses: AtomicU64,
     pub net_input_bytes: AtomicU64,
@@ -68,6 +70,7 @@ impl Stats {
             &self.total_commands_processed,
             &self.rejected_connections,
             &self.expired_keys,
+            &self.evicted_keys,
             &self.keyspace_hits,
             &self.keyspace_misses,
             &self.net_input_bytes,

@@ -29,8 +29,7 @@ const INERT: &str = "
     lazyfree-lazy-server-del lazyfree-lazy-user-del lazyfree-lazy-user-flush lfu-decay-time
     lfu-log-factor list-compress-depth list-max-listpack-size
     loading-process-events-interval-bytes masterauth masteruser maxmemory-eviction-tenacity
-    maxmemory-policy maxmemory-samples no-appendfsync-on-rewrite notify-keyspace-events
-    oom-score-adj oom-score-adj-values proc-title-template propagation-error-behavior
+    no-appendfsync-on-rewrite oom-score-adj oom-score-adj-values proc-title-template propagation-error-behavior
     rdb-del-sync-files rdb-key-save-delay rdb-save-incremental-fsync rdbchecksum rdbcompression
     repl-backlog-size repl-backlog-ttl repl-disable-tcp-nodelay repl-diskless-load
     repl-diskless-sync repl-diskless-sync-delay repl-diskless-sync-max-replicas
@@ -174,8 +173,8 @@ fn warned(log: &str, option: &str) -> bool {
 fn setting_an_inert_option_logs_a_warning_and_a_default_does_not() {
     let server = Server::latch(&[
         // Inert, not at its default: warned of.
-        "--maxmemory-policy",
-        "allkeys-lru",
+        "--maxmemory-eviction-tenacity",
+        "20",
         // Inert and secret: warned of without its value.
         "--masterauth",
         "hunter2",
@@ -189,9 +188,9 @@ fn setting_an_inert_option_logs_a_warning_and_a_default_does_not() {
         "5",
     ]);
     let log = server.log();
-    assert!(warned(&log, "maxmemory-policy"), "{log}");
+    assert!(warned(&log, "maxmemory-eviction-tenacity"), "{log}");
     assert!(
-        log.contains("'maxmemory-policy' set to 'allkeys-lru'"),
+        log.contains("'maxmemory-eviction-tenacity' set to '20'"),
         "{log}"
     );
     assert!(warned(&log, "masterauth"), "{log}");

@@ -123,6 +123,14 @@ fn config_set(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
                     .iter()
                     .any(|(name, _)| name.eq_ignore_ascii_case(option.as_bytes()))
             };
+            if named("maxmemory") || named("maxmemory-policy") {
+                crate::evict::perform(ctx.server);
+            }
+            if named("notify-keyspace-events") {
+                ctx.server
+                    .pubsub
+                    .set_notify_flags(config.notify_keyspace_events());
+            }
             if named("appendfsync") {
                 ctx.server.persistence.set_fsync(&config.appendfsync());
             }

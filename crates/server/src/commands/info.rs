@@ -304,18 +304,38 @@ pub fn memory_figures() -> MemoryFigures {
 /// every command while a limit is set, and a fresh reading costs a file read.
 pub fn used_memory_recent() -> u64 {
     const MEMORY_READ_EVERY_MS: u64 = 10;
-    static READ_AT_MS: AtomicU64 = AtomicU64::new(0);
-    static VALUE: AtomicU64 = AtomicU64::new(0);
-    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    let now_ms = START.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1;
-    let read_at = READ_AT_MS.load(Ordering::Relaxed);
+    let now_ms = memory_clock_ms();
+    let read_at = MEMORY_READ_AT_MS.load(Ordering::Relaxed);
     if read_at == 0 || now_ms.saturating_sub(read_at) >= MEMORY_READ_EVERY_MS {
         let used = memory_figures().used_bytes;
-        VALUE.store(used, Ordering::Relaxed);
-        READ_AT_MS.store(now_ms, Ordering::Relaxed);
+        MEMORY_VALUE.store(used, Ordering::Relaxed);
+        MEMORY_READ_AT_MS.store(now_ms, Ordering::Relaxed);
         return used;
     }
-    VALUE.load(Ordering::Relaxed)
+    MEMORY_VALUE.load(Ordering::Relaxed)
+}
+
+/// `used_memory` read now (jemalloc's count only, no /proc file), which
+/// [`used_memory_recent`] then returns: eviction follows what it frees.
+pub fn used_memory_now() -> u64 {
+    use tikv_jemalloc_ctl::{epoch, stats};
+    let _ = epoch::advance();
+    let used = match stats::allocated::read() {
+        Ok(allocated) if allocated > 0 => allocated as u64,
+        _ => memory_figures().used_bytes,
+    };
+    MEMORY_VALUE.store(used, Ordering::Relaxed);
+    MEMORY_READ_AT_MS.store(memory_clock_ms(), Ordering::Relaxed);
+    used
+}
+
+static MEMORY_READ_AT_MS: AtomicU64 = AtomicU64::new(0);
+static MEMORY_VALUE: AtomicU64 = AtomicU64::new(0);
+
+/// Milliseconds since the first memory reading, plus one (0 means never read).
+fn memory_clock_ms() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
 }
 
 /// Bytes as Redis' INFO shows them for humans: `967.43K`, `6.67M`, `512B`.
@@ -653,7 +673,7 @@ fn stats_section(server: &Server, out: &mut String) {
     field(out, "expired_stale_perc", "0.00");
     field(out, "expired_time_cap_reached_count", 0);
     field(out, "expire_cycle_cpu_milliseconds", 0);
-    field(out, "evicted_keys", 0);
+    field(out, "evicted_keys", load(&stats.evicted_keys));
     field(
         out,
         "evicted_clients",

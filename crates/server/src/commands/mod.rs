@@ -84,6 +84,45 @@ impl Ctx<'_, '_> {
         }
     }
 
+    /// Reports `event` (of notification `class`, a [`crate::pubsub::notify`] constant) about
+    /// `key` in the client's database. Call it where the change is signalled, in the order
+    /// Redis does. One relaxed load when the class is not published.
+    #[inline]
+    pub fn notify(&mut self, class: u32, event: &'static str, key: &[u8]) {
+        let db = self.client.db;
+        self.notify_db(class, event, key, db);
+    }
+
+    /// [`notify`](Self::notify) for a key of database `db` (MOVE, COPY ... DB).
+    #[inline]
+    pub fn notify_db(&mut self, class: u32, event: &'static str, key: &[u8], db: usize) {
+        if self.server.pubsub.notify_flags() & class == 0 {
+            return;
+        }
+        self.publish_event(event, key, db);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn publish_event(&mut self, event: &'static str, key: &[u8], db: usize) {
+        // What the keyspace recorded before this change happened before it.
+        crate::pubsub::notify::flush(self.server, self.keys);
+        let flags = self.server.pubsub.notify_flags();
+        crate::pubsub::notify::publish(self.server, flags, event, key, db);
+    }
+
+    /// Whether the key lookups that follow are reads (Redis' `lookupKeyRead`, which sends
+    /// `keymiss` on a miss) or writes (`lookupKeyWrite`, which does not). Each command
+    /// starts with reads if it is read-only, writes otherwise; a command that mixes them
+    /// says which comes next.
+    #[inline]
+    pub fn lookups_read(&mut self, reads: bool) {
+        let flags = self.server.pubsub.notify_flags();
+        if flags != 0 {
+            self.keys.record = crate::pubsub::notify::record_bits(flags, reads);
+        }
+    }
+
     /// This command is not logged even though it changed something (or is logged only
     /// through what it passed to [`propagate`](Self::propagate)).
     pub fn propagate_nothing(&mut self) {

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use latch_keyspace::{Locked, Value};
 
 use super::{err, is, parse_f64, parse_i64, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{
     acl, flag, keyflag, Arg, ArgType, BeginSearch, CommandSpec, FindKeys, Group, KeySpec, LockPlan,
 };
@@ -263,6 +264,8 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], readonly: bool) {
         return;
     };
     let db = ctx.db();
+    // The key and the BY/GET keys are read (a miss is reported), even when storing.
+    ctx.lookups_read(true);
     let (kind, mut elements) = match ctx.keys.get(db, &args[1]).map(|v| &*v) {
         None => (Kind::List, Vec::new()),
         Some(Value::List(items)) => (Kind::List, items.iter().cloned().collect()),
@@ -414,12 +417,15 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], readonly: bool) {
                 }
             }
             let stored_len = stored.len();
+            ctx.lookups_read(false);
             if stored_len > 0 {
                 ctx.keys
                     .set(db, destination, Value::List(Box::new(stored)), None);
                 ctx.keys.signal_modified(db, destination);
-            } else if ctx.keys.remove(db, destination).is_some() {
+                ctx.notify(notify::LIST, "sortstore", destination);
+            } else if ctx.keys.remove_stored(db, destination) {
                 ctx.keys.signal_modified(db, destination);
+                ctx.notify(notify::GENERIC, "del", destination);
             }
             ctx.reply.integer(stored_len as i64);
         }

@@ -8,11 +8,12 @@
 //! the subscriber's [`Outbox`], whose connection writes it out; a subscriber that lets its
 //! outbox grow past `client-output-buffer-limit pubsub` is closed instead.
 
+pub mod notify;
 mod outbox;
 
 pub use outbox::Outbox;
 
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -76,6 +77,8 @@ pub struct Hub {
     hard_bytes: AtomicU64,
     soft_bytes: AtomicU64,
     soft_seconds: AtomicI64,
+    /// `notify-keyspace-events` as [`notify`] reads it (see [`Hub::set_notify_flags`]).
+    notify_flags: AtomicU32,
 }
 
 impl Default for Hub {
@@ -99,6 +102,7 @@ impl Hub {
             hard_bytes: AtomicU64::new(0),
             soft_bytes: AtomicU64::new(0),
             soft_seconds: AtomicI64::new(0),
+            notify_flags: AtomicU32::new(0),
         }
     }
 

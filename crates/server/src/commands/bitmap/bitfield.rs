@@ -6,6 +6,7 @@ use latch_protocol::Reply;
 
 use super::{bit_offset_arg, string_of, write_bits};
 use crate::commands::{err, is, parse_i64, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, Group, KeySpec};
 
 const ENCODING_OFFSET: &[Arg] = &[Arg::string("encoding"), Arg::integer("offset")];
@@ -335,7 +336,8 @@ fn bitfield_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], read_only_command: bo
         .map(|op| op.offset + op.bits as u64 - 1)
         .max();
     let Some(max_bit) = highest_write_bit else {
-        // Only reads: a missing key reads as zeros.
+        // Only reads: a missing key reads as zeros (and is reported as a miss).
+        ctx.lookups_read(true);
         let results: Vec<Option<i64>> = match ctx.keys.get(db, key) {
             None => ops.iter().map(|op| Some(read_op(&[], op))).collect(),
             Some(entry) => match string_of(entry) {
@@ -379,6 +381,9 @@ fn bitfield_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], read_only_command: bo
     if changes > 0 || grew {
         ctx.keys.signal_modified(db, key);
         ctx.keys.add_dirty(db, key, changes.saturating_sub(1));
+    }
+    if changes > 0 {
+        ctx.notify(notify::STRING, "setbit", key);
     }
     reply_results(ctx.reply, &results);
 }

@@ -5,6 +5,7 @@ use latch_keyspace::Value;
 
 use super::string_of;
 use crate::commands::{err, is, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, Group, KeySpec};
 
 pub const BITOP: CommandSpec = CommandSpec {
@@ -54,6 +55,8 @@ fn bitop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         return;
     }
     let db = ctx.db();
+    // The sources are read (a miss is reported).
+    ctx.lookups_read(true);
     // Sources are folded into the result one at a time; a missing key (or the part of a
     // source past its end) counts as zero bytes.
     let mut result: Vec<u8> = Vec::new();
@@ -111,14 +114,17 @@ fn bitop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     let dest = &args[2][..];
     let len = result.len();
+    ctx.lookups_read(false);
     if len == 0 {
         // An empty result deletes the destination rather than storing an empty string.
-        if ctx.keys.remove(db, dest).is_some() {
+        if ctx.keys.remove_stored(db, dest) {
             ctx.keys.signal_modified(db, dest);
+            ctx.notify(notify::GENERIC, "del", dest);
         }
     } else {
         ctx.keys.set(db, dest, Value::Str(result), None);
         ctx.keys.signal_modified(db, dest);
+        ctx.notify(notify::STRING, "set", dest);
     }
     ctx.reply.integer(len as i64);
 }

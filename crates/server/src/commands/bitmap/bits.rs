@@ -5,6 +5,7 @@ use latch_protocol::Reply;
 
 use super::{bit_offset_arg, string_of, write_bits};
 use crate::commands::{err, int_arg, is, parse_i64, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, Group, KeySpec};
 
 pub const SETBIT: CommandSpec = CommandSpec {
@@ -149,6 +150,7 @@ fn setbit(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     if changed {
         let db = ctx.db();
         ctx.keys.signal_modified(db, key);
+        ctx.notify(notify::STRING, "setbit", key);
     }
     ctx.reply.integer(was_on as i64);
 }

@@ -5,6 +5,7 @@ use latch_keyspace::{SortedSet, Value};
 
 use super::{format_distance, hash, parse_lon_lat, parse_unit, reply_position, zset_at, WrongType};
 use crate::commands::{err, is, Ctx};
+use crate::pubsub::notify;
 
 /// GEOADD key [NX|XX] [CH] longitude latitude member [...]: ZADD with geohash scores.
 pub(super) fn geoadd(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
@@ -80,6 +81,8 @@ pub(super) fn geoadd(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     if added + updated > 0 {
         ctx.keys.signal_modified(db, key);
+        // GEOADD runs as the ZADD it amounts to, event included.
+        ctx.notify(notify::ZSET, "zadd", key);
         // Logged as the ZADD it amounts to (options kept, each position as its score), as
         // Redis does.
         ctx.propagate_with(|| {

@@ -11,6 +11,7 @@ use super::{
     format_distance, parse_double, parse_lon_lat, parse_unit, reply_position, zset_at, WrongType,
 };
 use crate::commands::{err, is, parse_i64, Ctx};
+use crate::pubsub::notify;
 
 /// Which command is running.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -132,7 +133,9 @@ fn run_search(ctx: &mut Ctx<'_, '_>, args: &[Bytes], variant: Variant) -> Result
     } else {
         1
     };
-    // The source is read (and its type checked) before any argument is looked at.
+    // The source is read (and its type checked) before any argument is looked at; a miss
+    // is reported, even by the forms that store.
+    ctx.lookups_read(true);
     let source: Option<&SortedSet> = match zset_at(ctx.keys, db, &args[source_index]) {
         Err(WrongType) => return Err(err::WRONGTYPE.to_vec()),
         Ok(set) => set.map(|s| &*s),
@@ -273,8 +276,10 @@ fn run_search(ctx: &mut Ctx<'_, '_>, args: &[Bytes], variant: Variant) -> Result
         // No source: an empty answer, and STORE clears its destination.
         match store {
             Some(destination) => {
-                if ctx.keys.remove(db, destination).is_some() {
+                ctx.lookups_read(false);
+                if ctx.keys.remove_stored(db, destination) {
                     ctx.keys.signal_modified(db, destination);
+                    ctx.notify(notify::GENERIC, "del", destination);
                 }
                 ctx.reply.integer(0);
             }
@@ -331,9 +336,11 @@ fn run_search(ctx: &mut Ctx<'_, '_>, args: &[Bytes], variant: Variant) -> Result
             }
         }
         Some(destination) => {
+            ctx.lookups_read(false);
             if points.is_empty() {
-                if ctx.keys.remove(db, destination).is_some() {
+                if ctx.keys.remove_stored(db, destination) {
                     ctx.keys.signal_modified(db, destination);
+                    ctx.notify(notify::GENERIC, "del", destination);
                 }
             } else {
                 let mut result = SortedSet::new();
@@ -348,6 +355,12 @@ fn run_search(ctx: &mut Ctx<'_, '_>, args: &[Bytes], variant: Variant) -> Result
                 ctx.keys
                     .set(db, destination, Value::ZSet(Box::new(result)), None);
                 ctx.keys.signal_modified(db, destination);
+                let event = if variant == Variant::SearchStore {
+                    "geosearchstore"
+                } else {
+                    "georadiusstore"
+                };
+                ctx.notify(notify::ZSET, event, destination);
             }
             ctx.reply.integer(points.len() as i64);
         }

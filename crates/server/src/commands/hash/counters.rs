@@ -5,6 +5,7 @@ use bytes::Bytes;
 use super::hash_for_write;
 use crate::commands::string::long_double::{LongDouble, Number};
 use crate::commands::{err, int_arg, parse_i64, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, ArgType, CommandSpec, Group, KeySpec};
 
 pub(super) const HINCRBY: CommandSpec = CommandSpec {
@@ -82,6 +83,7 @@ fn hincrby(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         itoa::Buffer::new().format(result).as_bytes().to_vec(),
     );
     ctx.keys.signal_modified(db, key);
+    ctx.notify(notify::HASH, "hincrby", key);
     ctx.reply.integer(result);
 }
 
@@ -143,6 +145,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let logged = Bytes::from(text.clone());
     fields.insert(args[2].to_vec(), text);
     ctx.keys.signal_modified(db, key);
+    ctx.notify(notify::HASH, "hincrbyfloat", key);
     ctx.propagate(vec![
         Bytes::from_static(b"HSET"),
         args[1].clone(),

@@ -7,6 +7,7 @@ use latch_protocol::Reply;
 
 use super::{hash_for_write, hash_mut, hash_of, Fields};
 use crate::commands::{arity_error, err, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, docflag, flag, keyflag, Arg, CommandSpec, Group, KeySpec};
 
 const FIELD_VALUE_ARGS: &[Arg] = &[
@@ -180,6 +181,7 @@ fn set_fields(ctx: &mut Ctx<'_, '_>, args: &[Bytes], name: &str) -> Option<usize
         }
     }
     ctx.keys.signal_modified(db, key);
+    ctx.notify(notify::HASH, "hset", key);
     ctx.keys.add_dirty(db, key, (args.len() as u64 - 2) / 2 - 1);
     Some(created)
 }
@@ -209,6 +211,7 @@ fn hsetnx(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     fields.insert(args[2].to_vec(), args[3].to_vec());
     ctx.keys.signal_modified(db, key);
+    ctx.notify(notify::HASH, "hset", key);
     ctx.reply.integer(1);
 }
 
@@ -284,6 +287,10 @@ fn hdel(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     if deleted > 0 {
         ctx.keys.signal_modified(db, key);
+        ctx.notify(notify::HASH, "hdel", key);
+        if emptied {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
         ctx.keys.add_dirty(db, key, deleted - 1);
     }
     ctx.reply.integer(deleted as i64);

@@ -3,6 +3,7 @@
 use bytes::Bytes;
 
 use crate::commands::Ctx;
+use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, KeySpec};
 
 pub(super) const DEL: CommandSpec = CommandSpec {
@@ -56,6 +57,7 @@ fn del(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     for key in &args[1..] {
         if ctx.keys.remove(db, key).is_some() {
             ctx.keys.signal_modified(db, key);
+            ctx.notify(notify::GENERIC, "del", key);
             removed += 1;
         }
     }

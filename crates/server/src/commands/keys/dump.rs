@@ -6,6 +6,7 @@ use latch_keyspace::{Deadline, Entry};
 use latch_persist::rdb::{dump_payload, restore_payload, RdbError};
 
 use crate::commands::{err, is, parse_i64, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, docflag, flag, keyflag, Arg, CommandSpec, Group, KeySpec};
 
 pub(super) const DUMP: CommandSpec = CommandSpec {
@@ -164,7 +165,7 @@ fn restore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
     };
     let now = ctx.now();
-    let deleted = options.replace && ctx.keys.remove(db, key).is_some();
+    let deleted = options.replace && ctx.keys.remove_stored(db, key);
     // A relative TTL runs on the monotonic clock, like every relative TTL in Latch; the
     // log gets the absolute time (ABSTTL), so replay never extends it.
     let (deadline, unix_ms) = match (ttl_ms, options.absolute) {
@@ -183,6 +184,7 @@ fn restore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         // Already expired: nothing is stored, and a replaced key is simply gone.
         if deleted {
             ctx.keys.signal_modified(db, key);
+            ctx.notify(notify::GENERIC, "del", key);
             ctx.propagate(vec![Bytes::from_static(b"DEL"), key.clone()]);
         } else {
             ctx.propagate_nothing();
@@ -199,6 +201,7 @@ fn restore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     };
     ctx.keys.put_entry_accessed(db, key, entry, access_s);
     ctx.keys.signal_modified(db, key);
+    ctx.notify(notify::GENERIC, "restore", key);
     if let (Some(unix_ms), false) = (unix_ms, options.absolute) {
         ctx.propagate_with(|| {
             let mut logged = args.to_vec();

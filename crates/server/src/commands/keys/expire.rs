@@ -9,6 +9,7 @@ use bytes::Bytes;
 use latch_keyspace::Deadline;
 
 use crate::commands::{err, is, parse_i64, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, ArgType, CommandSpec, KeySpec};
 
 const CONDITION: Arg = Arg::oneof(
@@ -294,6 +295,7 @@ fn set_expiry(ctx: &mut Ctx<'_, '_>, args: &[Bytes], base: Base, unit_ms: i64, n
     if passed && !now.loading {
         ctx.keys.remove(db, &args[1]);
         ctx.keys.signal_modified(db, &args[1]);
+        ctx.notify(notify::GENERIC, "del", &args[1]);
         ctx.reply.integer(1);
         ctx.propagate_with(|| vec![Bytes::from_static(b"DEL"), args[1].clone()]);
         return;
@@ -310,6 +312,7 @@ fn set_expiry(ctx: &mut Ctx<'_, '_>, args: &[Bytes], base: Base, unit_ms: i64, n
     };
     ctx.keys.set_deadline(db, &args[1], Some(deadline));
     ctx.keys.signal_modified(db, &args[1]);
+    ctx.notify(notify::GENERIC, "expire", &args[1]);
     ctx.reply.integer(1);
     // Logged as PEXPIREAT with the absolute time (conditions kept), as Redis does: a replay
     // later must not move the deadline. PEXPIREAT itself is logged as it came.
@@ -388,5 +391,6 @@ fn persist(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     ctx.keys.set_deadline(db, &args[1], None);
     ctx.keys.signal_modified(db, &args[1]);
+    ctx.notify(notify::GENERIC, "persist", &args[1]);
     ctx.reply.integer(1);
 }

@@ -16,6 +16,7 @@ use bytes::Bytes;
 use latch_persist::rdb::dump_payload;
 
 use crate::commands::{err, is, parse_i64, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, BeginSearch, CommandSpec, FindKeys, KeySpec, LockPlan};
 
 pub(super) const MIGRATE: CommandSpec = CommandSpec {
@@ -395,6 +396,8 @@ fn migrate(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     let now = ctx.now();
     let mut restores: Vec<(Bytes, i64, Vec<u8>)> = Vec::new();
+    // Redis reads the keys (a miss is reported).
+    ctx.lookups_read(true);
     for key in options.keys {
         if let Some(slot) = ctx.keys.get_slot(db, key) {
             let ttl_ms = slot
@@ -459,6 +462,7 @@ fn migrate(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             let key = &restores[index].0;
             if ctx.keys.remove(db, key).is_some() {
                 ctx.keys.signal_modified(db, key);
+                ctx.notify(notify::GENERIC, "del", key);
                 deleted.push(key.clone());
             }
         }

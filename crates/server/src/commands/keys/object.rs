@@ -124,6 +124,8 @@ impl ObjectInfo {
 /// Runs `answer` on the key named by `args[2]`, or replies nil when there is none.
 fn with_entry(ctx: &mut Ctx<'_, '_>, args: &[Bytes], answer: fn(&mut Ctx<'_, '_>, &ObjectInfo)) {
     let db = ctx.db();
+    // OBJECT's lookup reports no miss (Redis' LOOKUP_NONOTIFY).
+    ctx.lookups_read(false);
     let Some(info) = ctx
         .keys
         .get_slot_untouched(db, &args[2])

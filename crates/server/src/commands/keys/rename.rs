@@ -6,6 +6,7 @@
 use bytes::Bytes;
 
 use crate::commands::{err, is, parse_i64, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, KeySpec};
 
 pub(super) const RENAME: CommandSpec = CommandSpec {
@@ -98,7 +99,8 @@ fn rename_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], only_if_new: bool) {
         reply_renamed(ctx, only_if_new, false);
         return;
     }
-    if only_if_new && ctx.keys.exists(db, destination) {
+    let destination_exists = ctx.keys.exists(db, destination);
+    if only_if_new && destination_exists {
         ctx.reply.integer(0);
         return;
     }
@@ -107,9 +109,15 @@ fn rename_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], only_if_new: bool) {
         ctx.reply.error(err::NO_SUCH_KEY);
         return;
     };
+    if destination_exists {
+        // Deleted, then created anew (a `new` event), as in Redis.
+        ctx.keys.remove(db, destination);
+    }
     ctx.keys.put_entry(db, destination, entry);
     ctx.keys.signal_modified(db, source);
     ctx.keys.signal_modified(db, destination);
+    ctx.notify(notify::GENERIC, "rename_from", source);
+    ctx.notify(notify::GENERIC, "rename_to", destination);
     reply_renamed(ctx, only_if_new, true);
 }
 
@@ -168,6 +176,8 @@ fn copy(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.error(err::SAME_OBJECT);
         return;
     }
+    // The source is read (a miss is reported), the destination looked up to be written.
+    ctx.lookups_read(true);
     let Some((value, deadline)) = ctx
         .keys
         .get_slot(source_db, source)
@@ -176,13 +186,20 @@ fn copy(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.integer(0);
         return;
     };
-    if !replace && ctx.keys.exists(destination_db, destination) {
+    ctx.lookups_read(false);
+    let destination_exists = ctx.keys.exists(destination_db, destination);
+    if !replace && destination_exists {
         ctx.reply.integer(0);
         return;
+    }
+    if destination_exists {
+        // Replaced: deleted, then created anew (a `new` event), as in Redis.
+        ctx.keys.remove(destination_db, destination);
     }
     // The copy is a new value: it starts with a fresh access time.
     ctx.keys.set(destination_db, destination, value, deadline);
     ctx.keys.signal_modified(destination_db, destination);
+    ctx.notify_db(notify::GENERIC, "copy_to", destination, destination_db);
     ctx.reply.integer(1);
 }
 
@@ -207,5 +224,7 @@ fn move_key(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     ctx.keys.put_entry(destination_db, key, entry);
     ctx.keys.signal_modified(source_db, key);
     ctx.keys.signal_modified(destination_db, key);
+    ctx.notify_db(notify::GENERIC, "move_from", key, source_db);
+    ctx.notify_db(notify::GENERIC, "move_to", key, destination_db);
     ctx.reply.integer(1);
 }

@@ -130,16 +130,36 @@ fn scan(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     let db = ctx.db();
     let mut found: Vec<Box<[u8]>> = Vec::new();
-    let next = ctx.keys.scan(db, cursor, count, &mut |slot| {
-        if pattern.is_some_and(|p| !glob_match(p, slot.key(), false)) {
-            return;
+    let mut passed = Vec::new();
+    let next = ctx.keys.scan_with_passed(
+        db,
+        cursor,
+        count,
+        &mut |slot| {
+            if pattern.is_some_and(|p| !glob_match(p, slot.key(), false)) {
+                return;
+            }
+            if type_name
+                .is_some_and(|t| !t.eq_ignore_ascii_case(slot.value().kind().name().as_bytes()))
+            {
+                return;
+            }
+            found.push(slot.key().into());
+        },
+        &mut passed,
+    );
+    // A key met past its deadline that the pattern matches is removed, as Redis' SCAN does:
+    // by its TYPE lookup when there is a type filter, else by its expiry check.
+    for key in passed {
+        if pattern.is_some_and(|p| !glob_match(p, &key, false)) {
+            continue;
         }
-        if type_name.is_some_and(|t| !t.eq_ignore_ascii_case(slot.value().kind().name().as_bytes()))
-        {
-            return;
+        if type_name.is_some() {
+            ctx.keys.get_untouched(db, &key);
+        } else {
+            ctx.keys.expire_if_passed(db, &key);
         }
-        found.push(slot.key().into());
-    });
+    }
     ctx.reply.array(2);
     ctx.reply.bulk(next.to_string().as_bytes());
     ctx.reply.array(found.len());

@@ -4,6 +4,7 @@ use bytes::Bytes;
 
 use super::{list_at, remove_if_empty, resolve_index, resolve_range, WrongType};
 use crate::commands::{err, int_arg, is, parse_i64, Ctx};
+use crate::pubsub::notify;
 
 pub(super) fn lset(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
@@ -28,6 +29,7 @@ pub(super) fn lset(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         Some(slot) => {
             *slot = args[3].to_vec();
             ctx.keys.signal_modified(db, key);
+            ctx.notify(notify::LIST, "lset", key);
             ctx.reply.ok();
         }
     }
@@ -79,8 +81,12 @@ pub(super) fn lrem(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         false
     });
     if limit > 0 {
-        remove_if_empty(ctx.keys, db, key);
+        let removed = remove_if_empty(ctx.keys, db, key);
         ctx.keys.signal_modified(db, key);
+        ctx.notify(notify::LIST, "lrem", key);
+        if removed {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
     }
     ctx.reply.integer(limit as i64);
 }
@@ -111,9 +117,13 @@ pub(super) fn ltrim(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             }
         },
     }
-    remove_if_empty(ctx.keys, db, key);
+    let removed = remove_if_empty(ctx.keys, db, key);
     // Redis signals an LTRIM of an existing list even when it keeps every element.
     ctx.keys.signal_modified(db, key);
+    ctx.notify(notify::LIST, "ltrim", key);
+    if removed {
+        ctx.notify(notify::GENERIC, "del", key);
+    }
     ctx.reply.ok();
 }
 
@@ -148,5 +158,6 @@ pub(super) fn linsert(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     list.insert(pivot + usize::from(after), args[4].to_vec());
     let len = list.len();
     ctx.keys.signal_modified(db, key);
+    ctx.notify(notify::LIST, "linsert", key);
     ctx.reply.integer(len as i64);
 }

@@ -35,6 +35,22 @@ pub(crate) enum End {
 }
 
 impl End {
+    /// The event a pop from this end reports.
+    fn pop_event(self) -> &'static str {
+        match self {
+            End::Head => "lpop",
+            End::Tail => "rpop",
+        }
+    }
+
+    /// The event a push to this end reports.
+    fn push_event(self) -> &'static str {
+        match self {
+            End::Head => "lpush",
+            End::Tail => "rpush",
+        }
+    }
+
     /// `LEFT` or `RIGHT`, any case, as LMOVE and LMPOP spell them.
     fn parse(arg: &[u8]) -> Option<End> {
         if super::is(arg, "LEFT") {
@@ -63,7 +79,8 @@ fn list_at<'a>(
 }
 
 /// Removes `key` when its list has become empty (Redis never keeps empty collections).
-fn remove_if_empty(keys: &mut Locked<'_>, db: usize, key: &[u8]) {
+/// Removes the list under `key` if it is empty; returns whether it did.
+fn remove_if_empty(keys: &mut Locked<'_>, db: usize, key: &[u8]) -> bool {
     let empty = matches!(
         keys.get_untouched(db, key).map(|v| &*v),
         Some(Value::List(list)) if list.is_empty()
@@ -71,6 +88,7 @@ fn remove_if_empty(keys: &mut Locked<'_>, db: usize, key: &[u8]) {
     if empty {
         keys.remove(db, key);
     }
+    empty
 }
 
 fn push_at(list: &mut List, end: End, element: Vec<u8>) {

@@ -8,6 +8,7 @@ use latch_keyspace::Value;
 use super::{list_at, pop_at, push_at, remove_if_empty, End, List, WrongType};
 use crate::commands::{err, parse_i64, Ctx};
 use crate::gate;
+use crate::pubsub::notify;
 
 pub(super) fn lpop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     pop_generic(ctx, args, End::Head);
@@ -40,8 +41,12 @@ fn pop_many(ctx: &mut Ctx<'_, '_>, key: &[u8], end: End, count: usize) -> Vec<Ve
         }
     }
     if !popped.is_empty() {
-        remove_if_empty(ctx.keys, db, key);
+        let removed = remove_if_empty(ctx.keys, db, key);
         ctx.keys.signal_modified(db, key);
+        ctx.notify(notify::LIST, end.pop_event(), key);
+        if removed {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
     }
     popped
 }
@@ -254,8 +259,13 @@ pub(super) fn try_move(
         }
     }
     ctx.keys.signal_modified(db, destination);
-    remove_if_empty(ctx.keys, db, source);
+    ctx.notify(notify::LIST, to.push_event(), destination);
+    let removed = remove_if_empty(ctx.keys, db, source);
     ctx.keys.signal_modified(db, source);
+    ctx.notify(notify::LIST, from.pop_event(), source);
+    if removed {
+        ctx.notify(notify::GENERIC, "del", source);
+    }
     ctx.reply.bulk(&element);
     Moved::Done
 }

@@ -5,6 +5,7 @@ use latch_keyspace::Value;
 
 use super::{list_at, push_at, End, List, WrongType};
 use crate::commands::{err, Ctx};
+use crate::pubsub::notify;
 
 pub(super) fn lpush(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     push_generic(ctx, args, End::Head, false);
@@ -54,5 +55,6 @@ fn push_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], end: End, only_existing: 
         }
     };
     ctx.keys.signal_modified(db, key);
+    ctx.notify(notify::LIST, end.push_event(), key);
     ctx.reply.integer(len as i64);
 }

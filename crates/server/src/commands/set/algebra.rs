@@ -7,6 +7,7 @@ use latch_keyspace::Value;
 
 use super::{members_in_order, reply_set, set_of, Members};
 use crate::commands::{err, parse_i64, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, BeginSearch, CommandSpec, FindKeys, Group, KeySpec};
 
 const READ_KEYS: &[KeySpec] = &[KeySpec::to_end(1, 1, keyflag::RO | keyflag::ACCESS)];
@@ -260,15 +261,18 @@ fn difference(ctx: &mut Ctx<'_, '_>, keys: &[Bytes]) -> Option<Members> {
 
 /// Stores `members` under `destination` (replacing whatever was there, TTL included), or
 /// deletes `destination` when there are none; replies with the count.
-fn store(ctx: &mut Ctx<'_, '_>, destination: &[u8], members: Members) {
+/// `event` is what a stored result reports.
+fn store(ctx: &mut Ctx<'_, '_>, destination: &[u8], members: Members, event: &'static str) {
     let db = ctx.db();
     let count = members.len();
     if count > 0 {
         ctx.keys
             .set(db, destination, Value::Set(Box::new(members)), None);
         ctx.keys.signal_modified(db, destination);
-    } else if ctx.keys.remove(db, destination).is_some() {
+        ctx.notify(notify::SET, event, destination);
+    } else if ctx.keys.remove_stored(db, destination) {
         ctx.keys.signal_modified(db, destination);
+        ctx.notify(notify::GENERIC, "del", destination);
     }
     ctx.reply.integer(count as i64);
 }
@@ -281,8 +285,10 @@ fn sinter(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 }
 
 fn sinterstore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    ctx.lookups_read(true);
     if let Some(shared) = intersection(ctx, &args[2..]) {
-        store(ctx, &args[1], shared.into_iter().collect());
+        ctx.lookups_read(false);
+        store(ctx, &args[1], shared.into_iter().collect(), "sinterstore");
     }
 }
 
@@ -336,8 +342,10 @@ fn sunion(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 }
 
 fn sunionstore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    ctx.lookups_read(true);
     if let Some(all) = union(ctx, &args[2..]) {
-        store(ctx, &args[1], all);
+        ctx.lookups_read(false);
+        store(ctx, &args[1], all, "sunionstore");
     }
 }
 
@@ -348,7 +356,9 @@ fn sdiff(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 }
 
 fn sdiffstore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    ctx.lookups_read(true);
     if let Some(left) = difference(ctx, &args[2..]) {
-        store(ctx, &args[1], left);
+        ctx.lookups_read(false);
+        store(ctx, &args[1], left, "sdiffstore");
     }
 }

@@ -6,6 +6,7 @@ use latch_keyspace::Value;
 
 use super::{members_in_order, reply_set, set_mut, set_of, Members};
 use crate::commands::{err, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, Group, KeySpec};
 
 pub(super) const SADD: CommandSpec = CommandSpec {
@@ -151,6 +152,7 @@ fn sadd(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     };
     if added > 0 {
         ctx.keys.signal_modified(db, key);
+        ctx.notify(notify::SET, "sadd", key);
     }
     ctx.reply.integer(added as i64);
 }
@@ -176,6 +178,10 @@ fn srem(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     if removed > 0 {
         ctx.keys.signal_modified(db, key);
+        ctx.notify(notify::SET, "srem", key);
+        if emptied {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
     }
     ctx.reply.integer(removed as i64);
 }
@@ -245,17 +251,16 @@ fn smove(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let (source, destination, member) = (&args[1][..], &args[2][..], &args[3][..]);
     // Order as in Redis: a missing source answers 0 before any type check; then the
     // source's type, then the destination's.
-    let source_is_set = match ctx.keys.get(db, source) {
-        None => {
-            ctx.reply.integer(0);
-            return;
-        }
-        Some(entry) => set_of(entry).is_some(),
-    };
+    // Both keys are looked up first (either may expire on the way).
+    let source_state = ctx.keys.get(db, source).map(|e| set_of(e).is_some());
     let destination_ok = ctx
         .keys
         .get(db, destination)
         .is_none_or(|e| set_of(e).is_some());
+    let Some(source_is_set) = source_state else {
+        ctx.reply.integer(0);
+        return;
+    };
     if !source_is_set || !destination_ok {
         ctx.reply.error(err::WRONGTYPE);
         return;
@@ -277,8 +282,11 @@ fn smove(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.integer(0);
         return;
     }
-    if members.is_empty() {
+    let emptied = members.is_empty();
+    ctx.notify(notify::SET, "srem", source);
+    if emptied {
         ctx.keys.remove(db, source);
+        ctx.notify(notify::GENERIC, "del", source);
     }
     ctx.keys.signal_modified(db, source);
     let added = match ctx.keys.get(db, destination).and_then(|e| set_mut(e)) {
@@ -292,6 +300,7 @@ fn smove(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     };
     if added {
         ctx.keys.signal_modified(db, destination);
+        ctx.notify(notify::SET, "sadd", destination);
     }
     ctx.reply.integer(1);
 }

@@ -6,6 +6,7 @@ use rand::Rng;
 
 use super::{members_in_order, reply_set, set_mut, set_of};
 use crate::commands::{err, parse_i64, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, Group, KeySpec};
 
 pub(super) const SRANDMEMBER: CommandSpec = CommandSpec {
@@ -220,8 +221,10 @@ fn spop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
     };
     let emptied = members.is_empty();
+    ctx.notify(notify::SET, "spop", key);
     if emptied {
         ctx.keys.remove(db, key);
+        ctx.notify(notify::GENERIC, "del", key);
     }
     ctx.keys.signal_modified(db, key);
     // Logged as the removal of the members it chose, as Redis does: a DEL when a count took

@@ -10,6 +10,7 @@ use super::{
     INVALID_ID,
 };
 use crate::commands::{arity_error, err, is, parse_i64, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, Group, KeySpec};
 
 const KEY_ARG: Arg = Arg::key("key", 0);
@@ -367,9 +368,13 @@ fn xadd(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
     };
     match outcome {
-        Ok(id) => {
+        Ok((id, trimmed)) => {
             reply_id(ctx.reply, id);
             ctx.keys.signal_modified(db, key);
+            ctx.notify(notify::STREAM, "xadd", key);
+            if trimmed {
+                ctx.notify(notify::STREAM, "xtrim", key);
+            }
             log_add_or_trim(ctx, args, &parsed, Some(id));
         }
         Err(message) => ctx.reply.error(message),
@@ -417,14 +422,15 @@ fn log_add_or_trim(
     });
 }
 
-/// Adds one entry and trims as asked; the new ID or Redis' error.
+/// Adds one entry and trims as asked; the new ID (and whether the trim removed anything)
+/// or Redis' error.
 fn append(
     stream: &mut Stream,
     parsed: &AddTrimArgs,
     fields: Vec<Vec<u8>>,
     now_ms: u64,
     limits: NodeLimits,
-) -> Result<StreamId, &'static [u8]> {
+) -> Result<(StreamId, bool), &'static [u8]> {
     if stream.last_id == StreamId::MAX {
         return Err(b"ERR The stream has exhausted the last possible ID, unable to add more items");
     }
@@ -439,10 +445,8 @@ fn append(
                 &b"ERR Elements are too large to be stored"[..]
             }
         })?;
-    if let Some(trim) = parsed.trim {
-        stream.trim(trim);
-    }
-    Ok(id)
+    let trimmed = parsed.trim.is_some_and(|trim| stream.trim(trim) > 0);
+    Ok((id, trimmed))
 }
 
 /// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
@@ -460,6 +464,7 @@ fn xtrim(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let removed = found.map_or(0, |stream| stream.trim(trim));
     if removed > 0 {
         ctx.keys.signal_modified(db, &args[1]);
+        ctx.notify(notify::STREAM, "xtrim", &args[1]);
         log_add_or_trim(ctx, args, &parsed, None);
     }
     ctx.reply.integer(removed as i64);
@@ -561,6 +566,7 @@ fn xdel(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     };
     if deleted > 0 {
         ctx.keys.signal_modified(db, &args[1]);
+        ctx.notify(notify::STREAM, "xdel", &args[1]);
     }
     ctx.reply.integer(deleted as i64);
 }
@@ -637,4 +643,6 @@ fn xsetid(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     if changed {
         ctx.keys.signal_modified(db, &args[1]);
     }
+    // Reported even when nothing changed, as Redis does.
+    ctx.notify(notify::STREAM, "xsetid", &args[1]);
 }

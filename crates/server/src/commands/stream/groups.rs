@@ -11,6 +11,7 @@ use super::{
 };
 use crate::commands::client::{help_reply, subcommand_syntax_error};
 use crate::commands::{err, is, parse_i64, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, ArgType, CommandSpec, Group, KeySpec};
 
 const GROUP_ID_ARG: Arg = Arg::oneof("id", &[Arg::string("id"), Arg::token("new_id", "$")]);
@@ -333,6 +334,7 @@ fn xgroup(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         };
         if removed {
             ctx.keys.signal_modified(db, &args[2]);
+            ctx.notify(notify::STREAM, "xgroup-destroy", &args[2]);
         }
         ctx.reply.integer(i64::from(removed));
     } else if is(sub, "CREATECONSUMER") && argc == 5 {
@@ -346,6 +348,7 @@ fn xgroup(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         };
         if created {
             ctx.keys.signal_modified(db, &args[2]);
+            ctx.notify(notify::STREAM, "xgroup-createconsumer", &args[2]);
         }
         ctx.reply.integer(i64::from(created));
     } else if is(sub, "DELCONSUMER") && argc == 5 {
@@ -358,6 +361,7 @@ fn xgroup(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         };
         if pending.is_some() {
             ctx.keys.signal_modified(db, &args[2]);
+            ctx.notify(notify::STREAM, "xgroup-delconsumer", &args[2]);
         }
         ctx.reply.integer(pending.unwrap_or(0) as i64);
     } else {
@@ -398,6 +402,7 @@ fn group_create(ctx: &mut Ctx<'_, '_>, args: &[Bytes], mkstream: bool, entries_r
     if created {
         ctx.keys.signal_modified(db, key);
         ctx.reply.ok();
+        ctx.notify(notify::STREAM, "xgroup-create", key);
     } else {
         ctx.reply
             .error(b"BUSYGROUP Consumer Group name already exists");
@@ -431,10 +436,14 @@ fn group_setid(ctx: &mut Ctx<'_, '_>, args: &[Bytes], entries_read: Option<i64>)
     if changed {
         ctx.keys.signal_modified(db, &args[2]);
     }
+    // Reported even when nothing changed, as Redis does.
+    ctx.notify(notify::STREAM, "xgroup-setid", &args[2]);
 }
 
 /// XACK key group id [id ...]
 fn xack(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    // Redis reads the stream (a miss is reported).
+    ctx.lookups_read(true);
     let db = ctx.db();
     let has_group = match stream_or_reply(ctx.keys, ctx.reply, db, &args[1]) {
         Err(()) => return,
@@ -621,14 +630,15 @@ enum Claimed {
 
 /// Claims one ID for `terms.consumer` (Redis' XCLAIM/XAUTOCLAIM loop body). `force`
 /// creates the pending record when the entry exists but is not pending. `consumer_seen`
-/// tracks whether the consumer was already looked up (its seen time refreshes once).
+/// tracks whether the consumer was already looked up (its seen time refreshes once), and
+/// then whether that created it.
 fn claim_one(
     stream: &mut Stream,
     group_name: &[u8],
     id: StreamId,
     terms: &ClaimTerms<'_>,
     force: bool,
-    consumer_seen: &mut bool,
+    consumer_seen: &mut Option<bool>,
 ) -> Claimed {
     let exists = stream.contains(&id);
     let Some(group) = stream.groups.get_mut(group_name) else {
@@ -649,9 +659,8 @@ fn claim_one(
         }
         _ => {}
     }
-    if !*consumer_seen {
-        group.touch_consumer(terms.consumer, terms.now);
-        *consumer_seen = true;
+    if consumer_seen.is_none() {
+        *consumer_seen = Some(group.touch_consumer(terms.consumer, terms.now));
     }
     if pending.is_none() {
         let record = Pending {
@@ -684,6 +693,8 @@ fn reply_claimed(reply: &mut latch_protocol::Reply, stream: &Stream, id: StreamI
 /// XCLAIM key group consumer min-idle-time id [id ...] [IDLE ms] [TIME ms] [RETRYCOUNT n]
 /// [FORCE] [JUSTID] [LASTID id]
 fn xclaim(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    // Redis reads the stream (a miss is reported).
+    ctx.lookups_read(true);
     let db = ctx.db();
     let has_group = match stream_or_reply(ctx.keys, ctx.reply, db, &args[1]) {
         Err(()) => return,
@@ -795,7 +806,7 @@ fn xclaim(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let logging = ctx.server.persistence.is_logging();
     let mut logged = Vec::new();
     let mut out = Deferred::new(ctx.reply);
-    let mut consumer_seen = false;
+    let mut consumer_seen = None;
     for (at, id) in ids.into_iter().enumerate() {
         let outcome = claim_one(stream, &args[2], id, &terms, force, &mut consumer_seen);
         let touched = match outcome {
@@ -835,6 +846,9 @@ fn xclaim(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     if changed {
         ctx.keys.signal_modified(db, &args[1]);
     }
+    if consumer_seen == Some(true) {
+        ctx.notify(notify::STREAM, "xgroup-createconsumer", &args[1]);
+    }
     // Logged as the exact changes (a claim depends on the time and on idle times), as
     // Redis does.
     ctx.propagate_nothing();
@@ -850,6 +864,8 @@ const AUTOCLAIM_ATTEMPTS_FACTOR: u64 = 10;
 
 /// XAUTOCLAIM key group consumer min-idle-time start [COUNT count] [JUSTID]
 fn xautoclaim(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    // Redis reads the stream (a miss is reported).
+    ctx.lookups_read(true);
     let Some(min_idle_ms) = parse_i64(&args[4]) else {
         ctx.reply
             .error(b"ERR Invalid min-idle-time argument for XAUTOCLAIM");
@@ -902,7 +918,7 @@ fn xautoclaim(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let mut attempts = count.saturating_mul(AUTOCLAIM_ATTEMPTS_FACTOR);
     let mut claimed = Deferred::new(ctx.reply);
     let mut deleted: Vec<StreamId> = Vec::new();
-    let mut consumer_seen = false;
+    let mut consumer_seen = None;
     let mut changed = false;
     // The last pending ID looked at; the walk resumes after it.
     let mut cursor: Option<StreamId> = None;
@@ -978,6 +994,9 @@ fn xautoclaim(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     if changed {
         ctx.keys.signal_modified(db, &args[1]);
+    }
+    if consumer_seen == Some(true) {
+        ctx.notify(notify::STREAM, "xgroup-createconsumer", &args[1]);
     }
     // Logged as the exact changes (a claim depends on the time and on idle times), as
     // Redis does.

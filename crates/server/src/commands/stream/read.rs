@@ -27,6 +27,7 @@ use super::{
 };
 use crate::commands::{err, is, parse_i64, Ctx};
 use crate::gate;
+use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, BeginSearch, CommandSpec, FindKeys, Group, KeySpec};
 
 /// The keys follow `STREAMS`, the first half of what remains.
@@ -233,6 +234,8 @@ fn read_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], group_form: bool) {
     let keys = &args[parsed.streams_at..parsed.streams_at + parsed.streams];
     let id_args = &args[parsed.streams_at + parsed.streams..];
     let retry = gate::is_retry(ctx);
+    // The streams are read (a miss is reported), except when a blocked client is served.
+    ctx.lookups_read(!retry);
     // Every key, group and ID is checked before anything is served.
     let mut after: Vec<StreamId> = Vec::with_capacity(parsed.streams);
     for (key, id_arg) in keys.iter().zip(id_args) {
@@ -295,6 +298,8 @@ fn read_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], group_form: bool) {
     let resp3 = ctx.reply.resp() == Resp::V3;
     let mut served = Deferred::new(ctx.reply);
     let mut changed = Vec::new();
+    let mut consumer_created = Vec::new();
+    // The streams are looked up again (a miss reported again, as Redis does).
     for (key, &id) in keys.iter().zip(&after) {
         let Some(Value::Stream(stream)) = ctx.keys.get(db, key) else {
             continue;
@@ -338,6 +343,9 @@ fn read_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], group_form: bool) {
                     .get_mut(group_name)
                     .is_some_and(|g| g.touch_consumer(consumer, now));
                 let mut modified = created;
+                if created {
+                    consumer_created.push(key);
+                }
                 // As Redis logs it: a consumer NOACK creates is logged on its own (no XCLAIM
                 // will name it); a history read's new delivery counts are not logged.
                 if logging && created && parsed.noack {
@@ -396,6 +404,9 @@ fn read_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], group_form: bool) {
     }
     for key in changed {
         ctx.keys.signal_modified(db, key);
+    }
+    for key in consumer_created {
+        ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
     }
     for entry in logged {
         ctx.propagate(entry);

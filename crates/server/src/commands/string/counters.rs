@@ -6,6 +6,7 @@ use latch_keyspace::Value;
 use super::long_double::{LongDouble, Number};
 use super::string_of;
 use crate::commands::{err, int_arg, parse_i64, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, ArgType, CommandSpec, Group, KeySpec};
 
 const COUNTER_KEY: &[KeySpec] = &[KeySpec::single(
@@ -126,6 +127,7 @@ fn add_integer(ctx: &mut Ctx<'_, '_>, key: &[u8], increment: i64) {
         }
     };
     ctx.keys.signal_modified(db, key);
+    ctx.notify(notify::STRING, "incrby", key);
     ctx.reply.integer(result);
 }
 
@@ -171,6 +173,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
     }
     ctx.keys.signal_modified(db, key);
+    ctx.notify(notify::STRING, "incrbyfloat", key);
     ctx.propagate(vec![
         Bytes::from_static(b"SET"),
         args[1].clone(),

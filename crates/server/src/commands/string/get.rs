@@ -4,6 +4,7 @@ use bytes::Bytes;
 
 use super::{expire_deadline, opt, parse_extended, reply_string, string_of, OptionsOf};
 use crate::commands::{err, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, ArgType, CommandSpec, Group, KeySpec};
 
 pub const GET: CommandSpec = CommandSpec {
@@ -96,6 +97,7 @@ fn get(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 fn getdel(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     let key = &args[1][..];
+    ctx.lookups_read(true);
     let entry = ctx.keys.get(db, key);
     let found = entry.is_some();
     if !reply_string(ctx.reply, entry.map(|e| &*e)) || !found {
@@ -103,6 +105,7 @@ fn getdel(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     if ctx.keys.remove(db, key).is_some() {
         ctx.keys.signal_modified(db, key);
+        ctx.notify(notify::GENERIC, "del", key);
         ctx.propagate_with(|| vec![Bytes::from_static(b"DEL"), args[1].clone()]);
     }
 }
@@ -116,6 +119,7 @@ fn getex(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let now = ctx.now();
     let key = &args[1][..];
     // Order as in Redis: a missing key answers nil before the expiry value is looked at.
+    ctx.lookups_read(true);
     let Some(slot) = ctx.keys.get_slot(db, key) else {
         ctx.reply.null();
         return;
@@ -143,11 +147,13 @@ fn getex(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         Some(deadline) if deadline.is_wall() && deadline.remaining_ms(now) <= 0 && !now.loading => {
             ctx.keys.remove(db, key);
             ctx.keys.signal_modified(db, key);
+            ctx.notify(notify::GENERIC, "del", key);
             b"DEL"
         }
         Some(deadline) => {
             ctx.keys.set_deadline(db, key, Some(deadline));
             ctx.keys.signal_modified(db, key);
+            ctx.notify(notify::GENERIC, "expire", key);
             let at_ms = deadline.unix_ms(now);
             ctx.propagate_with(|| {
                 vec![
@@ -161,6 +167,7 @@ fn getex(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         None if options.flags & opt::PERSIST != 0 && had_deadline => {
             ctx.keys.set_deadline(db, key, None);
             ctx.keys.signal_modified(db, key);
+            ctx.notify(notify::GENERIC, "persist", key);
             b"PERSIST"
         }
         None => return,

@@ -6,6 +6,7 @@ use latch_protocol::Reply;
 
 use super::{check_string_length, string_mut, string_of};
 use crate::commands::{err, int_arg, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, docflag, flag, keyflag, Arg, CommandSpec, Group, KeySpec};
 
 pub const APPEND: CommandSpec = CommandSpec {
@@ -110,6 +111,7 @@ fn append(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     };
     // Redis counts even an empty append to an existing key as a change (WATCH sees it).
     ctx.keys.signal_modified(db, key);
+    ctx.notify(notify::STRING, "append", key);
     ctx.reply.integer(new_len as i64);
 }
 
@@ -218,6 +220,7 @@ fn setrange(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
     };
     ctx.keys.signal_modified(db, key);
+    ctx.notify(notify::STRING, "setrange", key);
     ctx.reply.integer(new_len as i64);
 }
 

@@ -5,6 +5,7 @@ use latch_keyspace::{Slot, Value};
 
 use super::{expire_deadline, opt, parse_extended, reply_string, OptionsOf};
 use crate::commands::{arity_error, err, is, Ctx};
+use crate::pubsub::notify;
 use crate::spec::{acl, docflag, flag, keyflag, Arg, ArgType, CommandSpec, Group, KeySpec};
 
 pub const SET: CommandSpec = CommandSpec {
@@ -210,6 +211,11 @@ fn set_generic(
         },
         None => None,
     };
+    // SET ... GET reads the key first (a read: a miss is reported), then looks it up to
+    // write it.
+    if flags & opt::GET != 0 {
+        ctx.lookups_read(true);
+    }
     let existing = ctx.keys.get_slot(db, key);
     if flags & opt::GET != 0 && !reply_string(ctx.reply, existing.as_deref().map(Slot::value)) {
         return;
@@ -238,6 +244,7 @@ fn set_generic(
         deadline.or(kept_deadline),
     );
     ctx.keys.signal_modified(db, key);
+    ctx.notify(notify::STRING, "set", key);
     if flags & opt::GET == 0 {
         match answer {
             Answer::OkOrNil => ctx.reply.ok(),
@@ -245,6 +252,7 @@ fn set_generic(
         }
     }
     if let Some(deadline) = deadline {
+        ctx.notify(notify::GENERIC, "expire", key);
         // Logged with the absolute time the key ends at, as Redis does: a replay later must
         // not give the key a longer life than it had.
         let at_ms = deadline.unix_ms(now);
@@ -324,13 +332,16 @@ fn psetex(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 fn getset(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     let key = &args[1][..];
+    ctx.lookups_read(true);
     let existing = ctx.keys.get(db, key);
     if !reply_string(ctx.reply, existing.as_deref()) {
         return;
     }
+    ctx.lookups_read(false);
     // Like SET without options: the new value has no TTL.
     ctx.keys.set(db, key, Value::Str(args[2].to_vec()), None);
     ctx.keys.signal_modified(db, key);
+    ctx.notify(notify::STRING, "set", key);
     // Logged as the SET it amounts to, as Redis does.
     ctx.propagate_with(|| vec![Bytes::from_static(b"SET"), args[1].clone(), args[2].clone()]);
 }
@@ -369,5 +380,6 @@ fn store_pairs(ctx: &mut Ctx<'_, '_>, pairs: &[Bytes]) {
         ctx.keys
             .set(db, &pair[0], Value::Str(pair[1].to_vec()), None);
         ctx.keys.signal_modified(db, &pair[0]);
+        ctx.notify(notify::STRING, "set", &pair[0]);
     }
 }

@@ -5,6 +5,7 @@ use latch_keyspace::{SortedSet, Value};
 
 use super::{remove_if_empty, zset_at, WrongType};
 use crate::commands::{err, is, parse_f64, Ctx};
+use crate::pubsub::notify;
 
 /// ZADD's modifiers.
 #[derive(Clone, Copy, Default)]
@@ -182,6 +183,7 @@ fn add_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], mut flags: AddFlags) {
     }
     if added + updated > 0 {
         ctx.keys.signal_modified(db, key);
+        ctx.notify(notify::ZSET, if flags.incr { "zincr" } else { "zadd" }, key);
     }
     if nan {
         ctx.reply
@@ -223,8 +225,12 @@ pub(super) fn zrem(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
     }
     if removed > 0 {
-        remove_if_empty(ctx.keys, db, key);
+        let emptied = remove_if_empty(ctx.keys, db, key);
         ctx.keys.signal_modified(db, key);
+        ctx.notify(notify::ZSET, "zrem", key);
+        if emptied {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
     }
     ctx.reply.integer(removed);
 }

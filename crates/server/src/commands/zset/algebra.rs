@@ -141,9 +141,12 @@ fn combine(
         }
     };
     let options_at = first_key + numkeys;
+    // The inputs are read (a miss is reported), even by the STORE forms.
+    ctx.lookups_read(true);
     let Some(mut inputs) = read_inputs(ctx, &args[first_key..options_at]) else {
         return;
     };
+    ctx.lookups_read(false);
     let mut aggregate = Aggregate::Sum;
     let mut with_scores = false;
     let mut limit: usize = 0;
@@ -204,7 +207,14 @@ fn combine(
         Operation::Diff => difference(&inputs),
     };
     match output {
-        Output::Store => store_result(ctx, &args[1], result),
+        Output::Store => {
+            let event = match operation {
+                Operation::Union => "zunionstore",
+                Operation::Inter => "zinterstore",
+                Operation::Diff => "zdiffstore",
+            };
+            store_result(ctx, &args[1], result, event)
+        }
         _ => reply_scored(ctx.reply, result.iter(), with_scores),
     }
 }

@@ -19,6 +19,7 @@ mod range;
 mod scan;
 mod specs;
 
+use crate::pubsub::notify;
 use latch_keyspace::zset::ScoreBound;
 use latch_keyspace::{Locked, SortedSet, Value};
 use latch_protocol::{Reply, Resp};
@@ -44,7 +45,8 @@ fn zset_at<'a>(
 }
 
 /// Removes `key` when its sorted set has become empty (Redis never keeps empty collections).
-fn remove_if_empty(keys: &mut Locked<'_>, db: usize, key: &[u8]) {
+/// Returns whether it did.
+fn remove_if_empty(keys: &mut Locked<'_>, db: usize, key: &[u8]) -> bool {
     let empty = matches!(
         keys.get_untouched(db, key).map(|v| &*v),
         Some(Value::ZSet(set)) if set.is_empty()
@@ -52,21 +54,30 @@ fn remove_if_empty(keys: &mut Locked<'_>, db: usize, key: &[u8]) {
     if empty {
         keys.remove(db, key);
     }
+    empty
 }
 
 /// Stores `set` under `destination` for the *STORE commands (replacing whatever was there,
 /// TTL included) and answers its size; an empty result deletes the destination instead.
-fn store_result(ctx: &mut super::Ctx<'_, '_>, destination: &[u8], set: SortedSet) {
+/// A stored result reports `event`.
+fn store_result(
+    ctx: &mut super::Ctx<'_, '_>,
+    destination: &[u8],
+    set: SortedSet,
+    event: &'static str,
+) {
     let db = ctx.db();
     let len = set.len();
     if len == 0 {
-        if ctx.keys.remove(db, destination).is_some() {
+        if ctx.keys.remove_stored(db, destination) {
             ctx.keys.signal_modified(db, destination);
+            ctx.notify(notify::GENERIC, "del", destination);
         }
     } else {
         ctx.keys
             .set(db, destination, Value::ZSet(Box::new(set)), None);
         ctx.keys.signal_modified(db, destination);
+        ctx.notify(notify::ZSET, event, destination);
     }
     ctx.reply.integer(len as i64);
 }

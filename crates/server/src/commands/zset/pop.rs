@@ -9,6 +9,7 @@ use rand::Rng;
 use super::{remove_if_empty, reply_scored, zset_at, WrongType};
 use crate::commands::{err, is, parse_i64, Ctx};
 use crate::gate;
+use crate::pubsub::notify;
 
 /// Which end of the order a pop takes from.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -51,8 +52,16 @@ fn pop_members(
         }
     }
     if !popped.is_empty() {
-        remove_if_empty(ctx.keys, db, key);
+        let emptied = remove_if_empty(ctx.keys, db, key);
         ctx.keys.signal_modified(db, key);
+        let event = match extreme {
+            Extreme::Min => "zpopmin",
+            Extreme::Max => "zpopmax",
+        };
+        ctx.notify(notify::ZSET, event, key);
+        if emptied {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
     }
     popped
 }

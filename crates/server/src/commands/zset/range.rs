@@ -12,6 +12,7 @@ use super::{
     NOT_FLOAT_RANGE, NOT_LEX_RANGE,
 };
 use crate::commands::{err, is, parse_i64, Ctx};
+use crate::pubsub::notify;
 
 /// What a range selects.
 #[derive(Clone, Debug)]
@@ -256,6 +257,8 @@ pub(super) fn zrangestore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     };
     let db = ctx.db();
     let mut result = SortedSet::new();
+    // The source is read (a miss is reported).
+    ctx.lookups_read(true);
     match zset_at(ctx.keys, db, &args[2]) {
         Err(WrongType) => {
             ctx.reply.error(err::WRONGTYPE);
@@ -268,7 +271,8 @@ pub(super) fn zrangestore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             }
         }
     }
-    store_result(ctx, &args[1], result);
+    ctx.lookups_read(false);
+    store_result(ctx, &args[1], result, "zrangestore");
 }
 
 pub(super) fn zcount(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
@@ -323,7 +327,8 @@ pub(super) fn zrevrank(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 }
 
 /// Removes the members `selector` picks from `args[1]` and answers how many.
-fn remove_range(ctx: &mut Ctx<'_, '_>, key: &[u8], selector: Selector) {
+/// `event` is what a removal reports.
+fn remove_range(ctx: &mut Ctx<'_, '_>, key: &[u8], selector: Selector, event: &'static str) {
     let db = ctx.db();
     let query = RangeQuery {
         selector,
@@ -351,8 +356,12 @@ fn remove_range(ctx: &mut Ctx<'_, '_>, key: &[u8], selector: Selector) {
         set.remove(member);
     }
     if !doomed.is_empty() {
-        remove_if_empty(ctx.keys, db, key);
+        let removed = remove_if_empty(ctx.keys, db, key);
         ctx.keys.signal_modified(db, key);
+        ctx.notify(notify::ZSET, event, key);
+        if removed {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
     }
     ctx.reply.integer(doomed.len() as i64);
 }
@@ -362,7 +371,12 @@ pub(super) fn zremrangebyrank(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.error(err::NOT_INTEGER);
         return;
     };
-    remove_range(ctx, &args[1], Selector::Rank { start, stop });
+    remove_range(
+        ctx,
+        &args[1],
+        Selector::Rank { start, stop },
+        "zremrangebyrank",
+    );
 }
 
 pub(super) fn zremrangebyscore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
@@ -370,7 +384,12 @@ pub(super) fn zremrangebyscore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.error(NOT_FLOAT_RANGE);
         return;
     };
-    remove_range(ctx, &args[1], Selector::Score { min, max });
+    remove_range(
+        ctx,
+        &args[1],
+        Selector::Score { min, max },
+        "zremrangebyscore",
+    );
 }
 
 pub(super) fn zremrangebylex(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
@@ -378,5 +397,5 @@ pub(super) fn zremrangebylex(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.error(NOT_LEX_RANGE);
         return;
     };
-    remove_range(ctx, &args[1], Selector::Lex(range));
+    remove_range(ctx, &args[1], Selector::Lex(range), "zremrangebylex");
 }

@@ -1,0 +1,135 @@
+//! Eviction under `maxmemory`, as `maxmemory-policy` asks (Redis' evict.c, simplified).
+//!
+//! When a limit is set and `used_memory` is over it, the gatekeeper calls [`perform`]
+//! before it runs a command (so that a write that would be refused for memory may go ahead
+//! once keys were removed), and CONFIG SET calls it when it changes the limit or the
+//! policy. Each round draws `maxmemory-samples` candidates at random from the shards
+//! (keys with a TTL only, for the `volatile-*` policies), removes the best one (the least
+//! recently used for `*-lru` and `*-lfu`, which Latch approximates by the access time as it
+//! keeps no frequency counter; the nearest deadline for `volatile-ttl`; any for
+//! `*-random`), and reads the allocator's count again. The removal happens under the key's
+//! shard lock: a `DEL` is logged to the AOF, the `evicted` keyspace event goes out, WATCHers
+//! of the key fail, and INFO's `evicted_keys` counts it. A call stops once under the limit,
+//! when nothing can be evicted, or after [`TIME_BUDGET`]; the next command goes on.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use latch_keyspace::{EvictionCandidate, Keyspace};
+use rand::Rng;
+
+use crate::commands::info::{used_memory_now, used_memory_recent};
+use crate::pubsub::notify;
+use crate::server::Server;
+
+/// Longest one call evicts for (Redis' default `maxmemory-eviction-tenacity` allows about
+/// half a millisecond per call).
+const TIME_BUDGET: Duration = Duration::from_millis(1);
+
+/// Which keys a policy may evict, and how it ranks them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Policy {
+    /// Least recently used first (`*-lru`, and `*-lfu` approximated).
+    Lru { volatile: bool },
+    /// Nearest deadline first (`volatile-ttl`).
+    Ttl,
+    /// Any (`*-random`).
+    Random { volatile: bool },
+}
+
+impl Policy {
+    /// `None` for `noeviction`.
+    fn parse(name: &str) -> Option<Policy> {
+        Some(match name {
+            "allkeys-lru" | "allkeys-lfu" => Policy::Lru { volatile: false },
+            "volatile-lru" | "volatile-lfu" => Policy::Lru { volatile: true },
+            "volatile-ttl" => Policy::Ttl,
+            "allkeys-random" => Policy::Random { volatile: false },
+            "volatile-random" => Policy::Random { volatile: true },
+            _ => return None,
+        })
+    }
+
+    fn volatile(self) -> bool {
+        match self {
+            Policy::Lru { volatile } | Policy::Random { volatile } => volatile,
+            Policy::Ttl => true,
+        }
+    }
+}
+
+/// Evicts keys while `used_memory` is over `maxmemory` (see the module's description).
+/// Does nothing when no limit is set or the server is under it (one cached reading), on a
+/// thread that holds shard locks, or while a script runs.
+pub fn perform(server: &Server) {
+    let limit = server.config.maxmemory();
+    if limit == 0 || used_memory_recent() <= limit {
+        return;
+    }
+    if Keyspace::thread_holds_shards() || server.scripting.run.is_running() {
+        return;
+    }
+    evict_until(server, limit);
+}
+
+#[cold]
+fn evict_until(server: &Server, limit: u64) {
+    let Some(policy) = Policy::parse(&server.config.maxmemory_policy()) else {
+        return;
+    };
+    let samples = server.config.get_i64("maxmemory-samples").max(1) as usize;
+    let started = Instant::now();
+    while used_memory_now() > limit {
+        let Some(candidate) = choose(&server.keyspace, policy, samples) else {
+            return;
+        };
+        evict(server, candidate);
+        if started.elapsed() >= TIME_BUDGET {
+            return;
+        }
+    }
+}
+
+/// Draws `samples` candidates, shard after shard from a random one, and picks the one the
+/// policy ranks first.
+fn choose(keyspace: &Keyspace, policy: Policy, samples: usize) -> Option<EvictionCandidate> {
+    let shards = keyspace.shard_count();
+    let start = rand::thread_rng().gen_range(0..shards);
+    let mut pool = Vec::with_capacity(samples);
+    for step in 0..shards {
+        keyspace.eviction_sample(
+            (start + step) % shards,
+            samples,
+            policy.volatile(),
+            &mut pool,
+        );
+        if pool.len() >= samples {
+            break;
+        }
+    }
+    let now = keyspace.clock().now();
+    match policy {
+        Policy::Random { .. } => pool.into_iter().next(),
+        Policy::Lru { .. } => pool.into_iter().min_by_key(|c| c.access_s),
+        Policy::Ttl => pool
+            .into_iter()
+            .min_by_key(|c| c.deadline.map_or(i64::MAX, |d| d.remaining_ms(now))),
+    }
+}
+
+/// Removes one key, under its shard lock, with everything a removal reports.
+fn evict(server: &Server, candidate: EvictionCandidate) {
+    let EvictionCandidate { db, key, .. } = candidate;
+    let mut view = server.keyspace.lock_keys(&[&key[..]]);
+    if !view.remove_stored(db, &key) {
+        return;
+    }
+    view.signal_modified(db, &key);
+    server.persistence.log_expired(&[(db, key.clone())]);
+    server.stats.evicted_keys.fetch_add(1, Ordering::Relaxed);
+    let flags = server.pubsub.notify_flags();
+    if flags & notify::EVICTED != 0 {
+        notify::publish(server, flags, "evicted", &key, db);
+    }
+    drop(view);
+}
