@@ -1,9 +1,9 @@
 //! Eviction under `maxmemory`, as `maxmemory-policy` asks (Redis' evict.c, simplified).
 //!
 //! When a limit is set and `used_memory` is over it, the gatekeeper calls [`perform`]
-//! before it runs a command (so that a write that would be refused for memory may go ahead
-//! once keys were removed), and CONFIG SET calls it when it changes the limit or the
-//! policy. Each round draws `maxmemory-samples` candidates at random from the shards
+//! before it runs a command that may grow memory (so that a write that would be refused
+//! for memory may go ahead once keys were removed), and CONFIG SET calls it when it changes
+//! the limit or the policy. Each round draws `maxmemory-samples` candidates at random from the shards
 //! (keys with a TTL only, for the `volatile-*` policies), removes the best one (the least
 //! recently used for `*-lru` and `*-lfu`, which Latch approximates by the access time as it
 //! keeps no frequency counter; the nearest deadline for `volatile-ttl`; any for

@@ -612,8 +612,6 @@ fn refused_for_memory(server: &Server, client: &Client, command: &Command) -> bo
     if server.config.maxmemory() == 0 {
         return false;
     }
-    // Keys go first when the policy allows it (Redis evicts before every command).
-    crate::evict::perform(server);
     let special = special();
     let grows = if command.id == special.exec {
         queue_has(client, |spec| spec.has_flag(flag::DENYOOM))
@@ -621,7 +619,13 @@ fn refused_for_memory(server: &Server, client: &Client, command: &Command) -> bo
         command.spec.has_flag(flag::DENYOOM)
             || (client.multi.is_some() && !special.oom_exempt_in_multi.contains(&command.id))
     };
-    grows && server.out_of_memory()
+    if !grows {
+        return false;
+    }
+    // Keys go first when the policy allows it (Redis evicts before every command; here
+    // before those that may need room).
+    crate::evict::perform(server);
+    server.out_of_memory()
 }
 
 /// How long a command waits on its thread (spinning and yielding) for a script running on

@@ -162,3 +162,31 @@ fn channel(prefix: &[u8], db: &[u8], tail: &[u8]) -> Vec<u8> {
     channel.extend_from_slice(tail);
     channel
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_is_published_without_k_or_e() {
+        let hub = Hub::new();
+        hub.set_notify_flags(i64::from(GENERIC | STRING));
+        assert_eq!(hub.notify_flags(), 0);
+        hub.set_notify_flags(i64::from(KEYEVENT | STRING));
+        assert_eq!(hub.notify_flags() & STRING, STRING);
+        assert_eq!(hub.notify_flags() & GENERIC, 0);
+        hub.set_notify_flags(0);
+        assert_eq!(hub.notify_flags(), 0);
+    }
+
+    #[test]
+    fn misses_are_recorded_for_reads_only() {
+        let flags = KEYSPACE | KEY_MISS | EXPIRED | NEW;
+        assert_eq!(
+            record_bits(flags, true),
+            record::MISS | record::EXPIRED | record::NEW
+        );
+        assert_eq!(record_bits(flags, false), record::EXPIRED | record::NEW);
+        assert_eq!(record_bits(KEYSPACE | GENERIC, true), 0);
+    }
+}
