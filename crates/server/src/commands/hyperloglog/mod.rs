@@ -165,7 +165,7 @@ fn pfadd(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             if changes > 1 {
                 ctx.keys.add_dirty(db, key, changes - 1);
             }
-            // notify: pfadd (string class)
+            ctx.notify(crate::pubsub::notify::STRING, "pfadd", key);
             ctx.reply.integer(1);
         }
     }
@@ -239,7 +239,9 @@ fn pfmerge(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     let mut max = Box::new([0u8; REGISTERS]);
     let mut any_dense = false;
-    // The destination takes part in the union as a source.
+    // The destination takes part in the union as a source. These lookups are reads (a
+    // missing key is a `keymiss` event), the destination's second one a write.
+    ctx.lookups_read(true);
     for key in &args[1..] {
         let Some(value) = ctx.keys.get(db, key) else {
             continue;
@@ -254,6 +256,7 @@ fn pfmerge(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
     }
 
+    ctx.lookups_read(false);
     let key = &args[1][..];
     let max_bytes = max_bytes(ctx);
     let mut created = None;
@@ -285,7 +288,8 @@ fn pfmerge(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.keys.set(db, key, Value::Str(hll), None);
     }
     ctx.keys.signal_modified(db, key);
-    // notify: pfadd (string class) — Redis reports a merge as an add
+    // Redis reports a merge as an add.
+    ctx.notify(crate::pubsub::notify::STRING, "pfadd", key);
     ctx.reply.ok();
 }
 
