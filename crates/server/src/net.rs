@@ -795,11 +795,19 @@ where
         {
             break;
         }
-        if !buffers.reply.is_empty() && others_are_ready() {
+        if !buffers.reply.is_empty()
+            && crate::pubsub::take_delivering_publishes() != 1
+            && others_are_ready()
+        {
             // Let the other connections this worker has input for run first, and write
             // after them: replies of one round then go out together, as Redis writes its
             // replies just before it sleeps. Each write to a client that sleeps wakes it
             // (on loopback, a cross-core wake-up); writing in a burst wakes it once.
+            // Not after the one PUBLISH of an unpipelined client that reached someone:
+            // its subscribers are what became ready, and its reply goes first (as Redis
+            // writes it before their messages), so its next request overlaps their
+            // writes. A pipelined batch of publishes still yields: its subscribers then
+            // take more messages per write (bench/compare.sh, docs/PERFORMANCE.md).
             tokio::task::yield_now().await;
         }
         if !flush(

@@ -200,6 +200,9 @@ impl Hub {
             }
         }
         drop(stripe);
+        if receivers > 0 {
+            DELIVERING_PUBLISHES.with(|count| count.set(count.get().saturating_add(1)));
+        }
         receivers
     }
 
@@ -275,6 +278,17 @@ impl Hub {
             soft_seconds: self.soft_seconds.load(Ordering::Relaxed),
         }
     }
+}
+
+thread_local! {
+    /// Publishes on this thread that delivered something since the connection last asked.
+    static DELIVERING_PUBLISHES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// How many publishes on this thread delivered something since the last call (which
+/// resets the count).
+pub fn take_delivering_publishes() -> u32 {
+    DELIVERING_PUBLISHES.with(|count| count.replace(0))
 }
 
 /// The pubsub class's index in `client-output-buffer-limit` (normal, replica, pubsub).
