@@ -4,6 +4,7 @@
 use bytes::Bytes;
 use latch_protocol::Reply;
 
+use super::client::{help_reply, subcommand_syntax_error};
 use super::Ctx;
 use crate::client::ReplyMode;
 use crate::pubsub::Kind;
@@ -423,16 +424,6 @@ fn pubsub_numpat(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
     ctx.reply.integer(count as i64);
 }
 
-/// Redis' error for a subcommand called with the wrong arguments.
-fn subcommand_syntax_error(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
-    let message = format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
-        String::from_utf8_lossy(&args[1]),
-        String::from_utf8_lossy(&args[0]).to_uppercase()
-    );
-    ctx.reply.error(message.as_bytes());
-}
-
 const HELP_LINES: &[&str] = &[
     "CHANNELS [<pattern>]",
     "    List the channels that have at least one subscriber, those matching <pattern> if given.",
@@ -447,14 +438,6 @@ const HELP_LINES: &[&str] = &[
 ];
 
 fn pubsub_help(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
-    let command = String::from_utf8_lossy(&args[0]).to_uppercase();
-    ctx.reply.array(HELP_LINES.len() + 3);
-    ctx.reply.simple(
-        format!("{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").as_bytes(),
-    );
-    for line in HELP_LINES {
-        ctx.reply.simple(line.as_bytes());
-    }
-    ctx.reply.simple(b"HELP");
-    ctx.reply.simple(b"    Print this help.");
+    let command = String::from_utf8_lossy(&args[0]);
+    help_reply(ctx.reply, &command, HELP_LINES);
 }

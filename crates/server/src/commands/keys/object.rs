@@ -205,14 +205,6 @@ const HELP_LINES: &[&str] = &[
 ];
 
 fn help(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
-    let command = String::from_utf8_lossy(&args[0]).to_uppercase();
-    ctx.reply.array(HELP_LINES.len() + 3);
-    ctx.reply.simple(
-        format!("{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").as_bytes(),
-    );
-    for line in HELP_LINES {
-        ctx.reply.simple(line.as_bytes());
-    }
-    ctx.reply.simple(b"HELP");
-    ctx.reply.simple(b"    Print this help.");
+    let command = String::from_utf8_lossy(&args[0]);
+    crate::commands::client::help_reply(ctx.reply, &command, HELP_LINES);
 }
