@@ -190,7 +190,12 @@ fn interactive_prompt_at_a_terminal() {
     let history = std::env::temp_dir().join(format!("latch-history-{}", std::process::id()));
     let _ = std::fs::remove_file(&history);
     let mut child = Command::new("script")
-        .args(["-qfec", &format!("{LATCH} -p {}", server.port), "/dev/null"])
+        .args([
+            "-qfec",
+            &format!("exec {LATCH} -p {}", server.port),
+            "/dev/null",
+        ])
+        .env("SHELL", "/bin/sh")
         .env("LATCH_HISTFILE", &history)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

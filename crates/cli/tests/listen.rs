@@ -477,8 +477,15 @@ fn ctrl_c_at_the_prompt_ends_only_the_subscription() {
 fn ctrl_c_at_the_prompt_ends_only_the_subscription_against(server: &Server) {
     let mut conn = connect(server);
     let mut command = Command::new("script");
+    // `script` runs the command through $SHELL; dash stays as latch's parent and would
+    // take the same SIGINT and re-raise it once latch exits (status 130), so exec.
     command
-        .args(["-qfec", &format!("{LATCH} -p {}", server.port), "/dev/null"])
+        .args([
+            "-qfec",
+            &format!("exec {LATCH} -p {}", server.port),
+            "/dev/null",
+        ])
+        .env("SHELL", "/bin/sh")
         .env("LATCH_HISTFILE", "")
         .stdin(Stdio::piped());
     let mut terminal = Running::start(command);
