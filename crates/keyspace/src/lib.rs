@@ -1,17 +1,22 @@
 //! The Latch keyspace: what the server stores and how it is shared between threads.
 //!
 //! - [`clock`]: the monotonic and wall clocks, frozen readings ([`Now`]) and [`Deadline`]s.
+//! - [`compact`]: when a collection keeps its compact form (Redis' thresholds).
 //! - [`value`]: what a key holds ([`Value`], [`Entry`]) and Redis' strict integer parsing.
 //! - [`slot`]: one key's allocation (entry, access time, key bytes) behind a thin pointer.
 //! - [`table`]: one database's part of one shard, an extendible hash table that SCAN can walk.
 //! - [`keyspace`]: the shards, and [`Locked`], the view a command runs against.
+//! - [`pack`]: a run of small elements in one allocation, the compact form of small
+//!   hashes, sorted sets and lists.
 //! - [`zset`]: the sorted set value.
 //! - [`stream`]: the stream value.
 //! - [`glob`]: Redis-style glob matching for KEYS, SCAN MATCH and CONFIG GET.
 
 pub mod clock;
+pub mod compact;
 pub mod glob;
 pub mod keyspace;
+pub mod pack;
 pub mod slot;
 pub mod stream;
 pub mod table;
@@ -23,6 +28,7 @@ pub use keyspace::{
     record, Effects, EvictionCandidate, KeyEvent, KeyEvents, KeyWaiter, Keyspace, Locked, LongWait,
     Snapshot, Tracked, TrackedChanges, Woken,
 };
+pub use pack::{Elem, Pack};
 pub use slot::Slot;
 pub use stream::Stream;
 pub use table::{Swept, Table};

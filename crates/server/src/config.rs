@@ -296,7 +296,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("io-threads", None, o::DEBUG | o::IMMUTABLE, Kind::Number { min: 1, max: 128, unsigned: false, format: Format::Plain }, "1", Effect::Acts),
     opt("auto-aof-rewrite-percentage", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "100", Effect::Acts),
     opt("cluster-replica-validity-factor", Some("cluster-slave-validity-factor"), 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "10", Effect::Inert),
-    opt("list-max-listpack-size", Some("list-max-ziplist-size"), 0, Kind::Number { min: I32_MIN, max: I32_MAX, unsigned: false, format: Format::Plain }, "-2", Effect::Inert),
+    opt("list-max-listpack-size", Some("list-max-ziplist-size"), 0, Kind::Number { min: I32_MIN, max: I32_MAX, unsigned: false, format: Format::Plain }, "-2", Effect::Acts),
     opt("tcp-keepalive", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "300", Effect::Acts),
     opt("cluster-migration-barrier", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "1", Effect::Inert),
     opt("active-defrag-cycle-min", None, 0, Kind::Number { min: 1, max: 99, unsigned: false, format: Format::Plain }, "1", Effect::Inert),
@@ -318,7 +318,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("cluster-announce-tls-port", None, 0, Kind::Number { min: 0, max: 65535, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
     opt("repl-timeout", None, 0, Kind::Number { min: 1, max: I32_MAX, unsigned: false, format: Format::Plain }, "60", Effect::Inert),
     opt("repl-ping-replica-period", Some("repl-ping-slave-period"), 0, Kind::Number { min: 1, max: I32_MAX, unsigned: false, format: Format::Plain }, "10", Effect::Inert),
-    opt("list-compress-depth", None, o::DEBUG, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
+    opt("list-compress-depth", None, o::DEBUG, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
     opt("rdb-key-save-delay", None, o::HIDDEN, Kind::Number { min: I32_MIN, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
     opt("key-load-delay", None, o::HIDDEN, Kind::Number { min: I32_MIN, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
     opt("active-expire-effort", None, 0, Kind::Number { min: 1, max: 10, unsigned: false, format: Format::Plain }, "1", Effect::Inert),
@@ -349,13 +349,13 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("repl-backlog-size", None, 0, Kind::Number { min: 1, max: I64_MAX, unsigned: false, format: Format::Memory }, "1048576", Effect::Inert),
     opt("maxmemory", None, 0, Kind::Number { min: 0, max: U64_MAX, unsigned: true, format: Format::Memory }, "0", Effect::Acts),
     opt("cluster-link-sendbuf-limit", None, 0, Kind::Number { min: 0, max: U64_MAX, unsigned: true, format: Format::Memory }, "0", Effect::Inert),
-    opt("hash-max-listpack-entries", Some("hash-max-ziplist-entries"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "512", Effect::Inert),
-    opt("set-max-intset-entries", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "512", Effect::Inert),
-    opt("zset-max-listpack-entries", Some("zset-max-ziplist-entries"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "128", Effect::Inert),
+    opt("hash-max-listpack-entries", Some("hash-max-ziplist-entries"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "512", Effect::Acts),
+    opt("set-max-intset-entries", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "512", Effect::Acts),
+    opt("zset-max-listpack-entries", Some("zset-max-ziplist-entries"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "128", Effect::Acts),
     opt("active-defrag-ignore-bytes", None, 0, Kind::Number { min: 1, max: I64_MAX, unsigned: true, format: Format::Memory }, "104857600", Effect::Inert),
-    opt("hash-max-listpack-value", Some("hash-max-ziplist-value"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "64", Effect::Inert),
+    opt("hash-max-listpack-value", Some("hash-max-ziplist-value"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "64", Effect::Acts),
     opt("stream-node-max-bytes", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "4096", Effect::Acts),
-    opt("zset-max-listpack-value", Some("zset-max-ziplist-value"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "64", Effect::Inert),
+    opt("zset-max-listpack-value", Some("zset-max-ziplist-value"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "64", Effect::Acts),
     opt("hll-sparse-max-bytes", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "3000", Effect::Acts),
     opt("tracking-table-max-keys", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "1000000", Effect::Acts),
     opt("client-query-buffer-limit", None, o::DEBUG, Kind::Number { min: 1048576, max: I64_MAX, unsigned: true, format: Format::Memory }, "1073741824", Effect::Acts),
@@ -1844,6 +1844,16 @@ impl Config {
         );
         hot.busy_reply_threshold_ms
             .store(self.unsigned("busy-reply-threshold"), Ordering::Relaxed);
+        let as_size = |name| usize::try_from(self.unsigned(name)).unwrap_or(usize::MAX);
+        latch_keyspace::compact::set(latch_keyspace::compact::Thresholds {
+            hash_max_entries: as_size("hash-max-listpack-entries"),
+            hash_max_value: as_size("hash-max-listpack-value"),
+            set_max_intset_entries: as_size("set-max-intset-entries"),
+            zset_max_entries: as_size("zset-max-listpack-entries"),
+            zset_max_value: as_size("zset-max-listpack-value"),
+            list_max_size: self.get_i64("list-max-listpack-size"),
+            list_compress_depth: as_size("list-compress-depth"),
+        });
     }
 
     /// Milliseconds a script may run before others get BUSY replies.

@@ -23,11 +23,11 @@ const INERT: &str = "
     cluster-port cluster-preferred-endpoint-type cluster-replica-no-failover
     cluster-replica-validity-factor cluster-require-full-coverage crash-log-enabled
     crash-memcheck-enabled disable-thp dynamic-hz enable-module-command
-    hash-max-listpack-entries hash-max-listpack-value ignore-warnings
+    ignore-warnings
     io-threads-do-reads jemalloc-bg-thread key-load-delay latency-tracking
     latency-tracking-info-percentiles lazyfree-lazy-eviction lazyfree-lazy-expire
     lazyfree-lazy-server-del lazyfree-lazy-user-del lazyfree-lazy-user-flush lfu-decay-time
-    lfu-log-factor list-compress-depth list-max-listpack-size
+    lfu-log-factor
     loading-process-events-interval-bytes masterauth masteruser maxmemory-eviction-tenacity
     no-appendfsync-on-rewrite oom-score-adj oom-score-adj-values proc-title-template propagation-error-behavior
     rdb-del-sync-files rdb-key-save-delay rdb-save-incremental-fsync rdbchecksum rdbcompression
@@ -36,11 +36,11 @@ const INERT: &str = "
     repl-ping-replica-period repl-timeout replica-announce-ip replica-announce-port
     replica-announced replica-ignore-disk-write-errors replica-ignore-maxmemory
     replica-lazy-flush replica-priority replica-read-only replica-serve-stale-data
-    sanitize-dump-payload server_cpulist set-max-intset-entries set-proc-title
+    sanitize-dump-payload server_cpulist set-proc-title
     shutdown-on-sigint shutdown-on-sigterm shutdown-timeout socket-mark-id
     stop-writes-on-bgsave-error supervised syslog-enabled syslog-facility syslog-ident
     tcp-backlog use-exit-on-panic watchdog-period
-    zset-max-listpack-entries zset-max-listpack-value
+   
 ";
 
 const BEGIN: &str = "<!-- inert-options:begin (LATCH_UPDATE_README=1 cargo test -p latch-server --test inert_options) -->";
