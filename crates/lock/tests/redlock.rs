@@ -130,11 +130,11 @@ async fn fencing_tokens_grow_across_different_majorities() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extend_needs_a_majority() {
     let mut servers = three(Program::Latch);
-    let locker = Locker::with_options(
-        &urls(&servers),
-        LockOptions::new(Duration::from_millis(600)),
-    )
-    .unwrap();
+    // A per-server timeout above the default tenth of the TTL: a loaded test machine can
+    // take longer than 60 ms to answer (a killed server refuses at once either way).
+    let mut options = LockOptions::new(Duration::from_millis(600));
+    options.node_timeout = Some(Duration::from_millis(300));
+    let locker = Locker::with_options(&urls(&servers), options).unwrap();
     let guard = locker.try_lock("ext").await.unwrap();
     // Renewal runs every 200 ms; with one server gone it still reaches a majority.
     servers[2].kill();
