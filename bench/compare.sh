@@ -4,7 +4,7 @@
 #   bench/compare.sh [--rounds N] [--quick] [--placements "pinned unpinned"]
 #                    [--persistence "off everysec always"] [--no-memory]
 #                    [--rows "SET GET SETNX INCR MSET LOCK RELEASE RELEASE_VM
-#                            PUBLISH_1 PUBLISH_50 PFADD PFCOUNT"]
+#                            PUBLISH_1 PUBLISH_50 PFADD PFCOUNT PING_INLINE ... ZRANGE"]
 #
 # For each placement (pinned: both servers on core 0, redis-benchmark on core 1; unpinned:
 # no taskset) and persistence mode (off, appendfsync everysec, appendfsync always), rounds
@@ -22,6 +22,12 @@
 # with pipeline 1 and 16, and 1 client with pipeline 1. With persistence on, only the write
 # rows at 50 clients, pipeline 1. `--rows` keeps only the rows named (for a quick look at
 # one row: `--rows RELEASE --placements unpinned --persistence off --no-memory`).
+# Then the rest of redis-benchmark's default test list, by its names (PING_INLINE,
+# PING_MBULK, LPUSH, RPUSH, LPOP, RPOP, SADD, HSET, SPOP, ZADD, ZPOPMIN, LRANGE_100/300/
+# 500/600, XADD): before each run of a pop row its key is filled with as many elements as
+# the run pops, unmeasured, and the LRANGE rows send fewer requests (their replies are
+# 100-600 elements); and whole reads of 10-element collections, HGETALL, SMEMBERS and
+# ZRANGE ... WITHSCORES, of 100,000 keys filled when the server starts.
 # A GET row without the SET row first sends the SET row's requests, unmeasured, so that
 # GET finds keys. With persistence off, each round also drives bench/ceiling.c, a
 # responder that answers +OK and does nothing else: its requests/s (ceil_rps) is the most
@@ -34,7 +40,10 @@
 set -euo pipefail
 
 rounds=3 quick=0 memory=1
-all_rows="SET GET SETNX INCR MSET LOCK RELEASE RELEASE_VM PFADD PFCOUNT PUBLISH_1 PUBLISH_50"
+all_rows="SET GET SETNX INCR MSET LOCK RELEASE RELEASE_VM PFADD PFCOUNT PUBLISH_1 PUBLISH_50
+          PING_INLINE PING_MBULK LPUSH RPUSH LPOP RPOP SADD HSET SPOP ZADD ZPOPMIN
+          LRANGE_100 LRANGE_300 LRANGE_500 LRANGE_600 XADD HGETALL SMEMBERS ZRANGE"
+all_rows=$(echo $all_rows)
 placements="pinned unpinned"
 persistence="off everysec always"
 only_rows=""
@@ -64,10 +73,16 @@ subscribers_bin=$work/subscribers
 gcc -O2 -o "$subscribers_bin" "$repo/bench/subscribers.c"
 [[ $(nproc) -ge 2 ]] || { echo "needs 2 cores for the pinned placement" >&2; exit 1; }
 
-# Requests per run, by clients/pipeline: each run lasts about a second or two.
+# Requests per run, by clients/pipeline (and row: an LRANGE_N reply carries N elements):
+# each run lasts about a second or two.
 requests_for() {
     local scale=1
     [[ $quick -eq 1 ]] && scale=4
+    case ${2:-} in
+        LRANGE_100) scale=$((scale * 5)) ;;
+        LRANGE_300) scale=$((scale * 10)) ;;
+        LRANGE_500 | LRANGE_600) scale=$((scale * 20)) ;;
+    esac
     case $1 in
         c50-P1) echo $((200000 / scale)) ;;
         c50-P16) echo $((1000000 / scale)) ;;
@@ -103,7 +118,7 @@ bench() {
     local placement=$1 row=$2 shape=$3 clients pipeline requests
     clients=${shape%%-*}; clients=${clients#c}
     pipeline=${shape##*-P}
-    requests=$(requests_for "$shape")
+    requests=$(requests_for "$shape" "$row")
     local pin=()
     [[ $placement == pinned ]] && pin=(taskset -c 1)
     local fanout=0 subscribers_pid=
@@ -124,6 +139,9 @@ bench() {
         done
         grep -q ready "$work/subscribers.out" || { echo "subscribers never got ready" >&2; exit 1; }
     fi
+    # (The ceiling responder answers +OK to anything: no fill, and redis-cli --pipe would
+    # wait forever for the echo it ends with.)
+    [[ $which == ceiling ]] || fill_for_pops "$row" "$requests"
     local before after
     before=$(cpu_ticks)
     # shellcheck disable=SC2046
@@ -137,9 +155,10 @@ bench() {
     after=$(cpu_ticks)
     awk -F'","' -v ticks=$((after - before)) -v hz="$ticks_per_second" -v n="$requests" \
         -v delivered="$delivered_rps" '
-        NR == 2 { gsub(/"/, "", $2); gsub(/"/, "", $5); gsub(/"/, "", $7);
-                  rps = delivered != "-" ? delivered : $2
-                  printf "%s %s %s %.2f\n", rps, $5, $7, ticks / hz * 1e6 / n }' "$work/out.csv"
+        NR > 1 { gsub(/"/, "", $2); gsub(/"/, "", $5); gsub(/"/, "", $7);
+                 rps = $2; p50 = $5; p99 = $7 }
+        END { if (delivered != "-") rps = delivered
+              printf "%s %s %s %.2f\n", rps, p50, p99, ticks / hz * 1e6 / n }' "$work/out.csv"
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "-" && b > 0) printf "%.2f", a / b; else print "-" }'; }
@@ -165,6 +184,9 @@ for placement in $placements; do
             for which in $servers; do
                 start "$which" "$placement" "$mode"
                 load_release_script
+                if [[ $which != ceiling && " $rows " =~ " "(HGETALL|SMEMBERS|ZRANGE)" " ]]; then
+                    fill_collections
+                fi
                 # GET reads the keys the SET row wrote earlier in the round: without that
                 # row, the same SETs are sent first, unmeasured.
                 if [[ " $rows " == *" GET "* && " $rows " != *" SET "* ]]; then

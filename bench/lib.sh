@@ -88,6 +88,65 @@ row_args() {
         PFADD) echo "PFADD hll element:__rand_int__" ;;
         PFCOUNT) echo "PFCOUNT hll" ;;
         PUBLISH_*) echo "PUBLISH feed xxx" ;;
+        # The rest of redis-benchmark's default list, by its own test names. LRANGE_N runs
+        # redis-benchmark's own LPUSH fill first (its last CSV line is the LRANGE).
+        PING_INLINE | PING_MBULK | LPUSH | RPUSH | LPOP | RPOP | SADD | HSET | SPOP | ZADD | \
+            ZPOPMIN | LRANGE_100 | LRANGE_300 | LRANGE_500 | LRANGE_600 | XADD)
+            echo "-t ${1,,}" ;;
+        # Whole reads of 10-element collections (see fill_collections).
+        HGETALL) echo "HGETALL hash:__rand_int__" ;;
+        SMEMBERS) echo "SMEMBERS set:__rand_int__" ;;
+        ZRANGE) echo "ZRANGE zset:__rand_int__ 0 -1 WITHSCORES" ;;
         *) echo "unknown row $1" >&2; exit 2 ;;
     esac
+}
+
+# fill_collections: 100,000 hashes, sets and sorted sets of 10 elements each under the
+# keys redis-benchmark's -r 100000 names (hash:000000000042...), for the HGETALL, SMEMBERS
+# and ZRANGE rows, into the server on $port.
+fill_collections() {
+    awk 'BEGIN {
+        for (i = 0; i < 100000; i++) {
+            k = sprintf("%012d", i)
+            printf "*22\r\n$4\r\nHSET\r\n$17\r\nhash:%s\r\n", k
+            for (f = 0; f < 10; f++) {
+                v = sprintf("value-%d-%d", f, i)
+                printf "$6\r\nfield%d\r\n$%d\r\n%s\r\n", f, length(v), v
+            }
+            printf "*12\r\n$4\r\nSADD\r\n$16\r\nset:%s\r\n", k
+            for (f = 0; f < 10; f++) {
+                m = sprintf("member:%d", f * 1000 + i % 1000)
+                printf "$%d\r\n%s\r\n", length(m), m
+            }
+            printf "*22\r\n$4\r\nZADD\r\n$17\r\nzset:%s\r\n", k
+            for (f = 0; f < 10; f++) {
+                m = sprintf("member-%d", f)
+                printf "$%d\r\n%d\r\n$8\r\n%s\r\n", length(f * 3 + i % 7 ""), f * 3 + i % 7, m
+            }
+        } }' | redis-cli -p "$port" --pipe >/dev/null
+}
+
+# fill_for_pops ROW N: N distinct elements in the key redis-benchmark's pop test of ROW
+# (LPOP, RPOP, SPOP, ZPOPMIN) pops from, so that every request of the run pops one
+# (redis-benchmark's own order fills them with as many pushes as pops, and a run that
+# empties the key measures pops of nothing).
+fill_for_pops() {
+    local row=$1 n=$2 command key
+    case $row in
+        LPOP | RPOP) command=RPUSH key=mylist ;;
+        SPOP) command=SADD key=myset ;;
+        ZPOPMIN) command=ZADD key=myzset ;;
+        *) return ;;
+    esac
+    awk -v n="$n" -v cmd="$command" -v key="$key" 'BEGIN {
+        per = 100
+        for (i = 0; i < n; i += per) {
+            count = (n - i < per) ? n - i : per
+            printf "*%d\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", 2 + count * (cmd == "ZADD" ? 2 : 1), length(cmd), cmd, length(key), key
+            for (j = i; j < i + count; j++) {
+                m = "element:" j
+                if (cmd == "ZADD") printf "$%d\r\n%d\r\n", length(j ""), j
+                printf "$%d\r\n%s\r\n", length(m), m
+            }
+        } }' | redis-cli -p "$port" --pipe >/dev/null
 }

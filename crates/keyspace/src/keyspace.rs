@@ -1385,6 +1385,12 @@ impl<'a> Locked<'a> {
 
     /// Removes every key of `db`; returns how many there were. Needs every shard.
     pub fn flush_db(&mut self, db: usize) -> usize {
+        self.flush_db_freeing(db, false)
+    }
+
+    /// [`Locked::flush_db`], the keys freed on the lazyfree thread when `lazily` (FLUSHDB
+    /// and FLUSHALL ASYNC): the database is empty at once either way.
+    pub fn flush_db_freeing(&mut self, db: usize, lazily: bool) -> usize {
         let mut removed = 0;
         self.take_all_if_exclusive();
         let now = self.now;
@@ -1397,8 +1403,13 @@ impl<'a> Locked<'a> {
             for queue in shard.blocked.values() {
                 wake_first(queue, db, 0, &mut self.woken);
             }
-            removed += shard.dbs[db].len();
-            shard.dbs[db] = shard.dbs[db].emptied();
+            let keys = shard.dbs[db].len();
+            removed += keys;
+            let emptied = shard.dbs[db].emptied();
+            let old = std::mem::replace(&mut shard.dbs[db], emptied);
+            if lazily && keys > 0 {
+                crate::lazyfree::free_in_background(old, keys as u64);
+            }
             shard.dirty += 1;
         }
         self.changes += 1;

@@ -1,6 +1,7 @@
 //! The Latch keyspace: what the server stores and how it is shared between threads.
 //!
 //! - [`clock`]: the monotonic and wall clocks, frozen readings ([`Now`]) and [`Deadline`]s.
+//! - [`lazyfree`]: big removed values freed on a background thread (UNLINK, ASYNC).
 //! - [`compact`]: when a collection keeps its compact form (Redis' thresholds).
 //! - [`value`]: what a key holds ([`Value`], [`Entry`]) and Redis' strict integer parsing.
 //! - [`slot`]: one key's allocation (entry, access time, key bytes) behind a thin pointer.
@@ -16,6 +17,7 @@ pub mod clock;
 pub mod compact;
 pub mod glob;
 pub mod keyspace;
+pub mod lazyfree;
 pub mod pack;
 pub mod slot;
 pub mod stream;

@@ -141,6 +141,19 @@ impl Value {
             Value::Stream(stream) => stream.heap_bytes(),
         }
     }
+
+    /// About how many allocations dropping this value walks (Redis' lazyfree effort): what
+    /// decides whether [`crate::lazyfree`] frees it in the background.
+    pub fn free_effort(&self) -> usize {
+        match self {
+            Value::Str(_) => 1,
+            Value::List(items) => items.len(),
+            Value::Set(members) => members.len(),
+            Value::Hash(fields) => fields.len(),
+            Value::ZSet(set) => set.len(),
+            Value::Stream(stream) => stream.len(),
+        }
+    }
 }
 
 /// One key's value with its deadline (32 bytes). The access time (`OBJECT IDLETIME`) is kept

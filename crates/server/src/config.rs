@@ -221,8 +221,8 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("lazyfree-lazy-eviction", None, o::DEBUG, Kind::Bool, "no", Effect::Inert),
     opt("lazyfree-lazy-expire", None, o::DEBUG, Kind::Bool, "no", Effect::Inert),
     opt("lazyfree-lazy-server-del", None, o::DEBUG, Kind::Bool, "no", Effect::Inert),
-    opt("lazyfree-lazy-user-del", None, o::DEBUG, Kind::Bool, "no", Effect::Inert),
-    opt("lazyfree-lazy-user-flush", None, o::DEBUG, Kind::Bool, "no", Effect::Inert),
+    opt("lazyfree-lazy-user-del", None, o::DEBUG, Kind::Bool, "no", Effect::Acts),
+    opt("lazyfree-lazy-user-flush", None, o::DEBUG, Kind::Bool, "no", Effect::Acts),
     opt("repl-disable-tcp-nodelay", None, 0, Kind::Bool, "no", Effect::Inert),
     opt("repl-diskless-sync", None, o::DEBUG, Kind::Bool, "yes", Effect::Inert),
     opt("aof-rewrite-incremental-fsync", None, 0, Kind::Bool, "yes", Effect::Inert),
@@ -1844,6 +1844,10 @@ impl Config {
         );
         hot.busy_reply_threshold_ms
             .store(self.unsigned("busy-reply-threshold"), Ordering::Relaxed);
+        latch_keyspace::lazyfree::set_options(
+            self.get_bool("lazyfree-lazy-user-del"),
+            self.get_bool("lazyfree-lazy-user-flush"),
+        );
         let as_size = |name| usize::try_from(self.unsigned(name)).unwrap_or(usize::MAX);
         latch_keyspace::compact::set(latch_keyspace::compact::Thresholds {
             hash_max_entries: as_size("hash-max-listpack-entries"),

@@ -59,6 +59,7 @@ impl Stats {
 
     /// CONFIG RESETSTAT.
     pub fn reset(&self) {
+        latch_keyspace::lazyfree::reset_stats();
         for c in self.commands.iter() {
             c.calls.store(0, Ordering::Relaxed);
             c.usec.store(0, Ordering::Relaxed);

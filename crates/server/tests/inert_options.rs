@@ -26,7 +26,7 @@ const INERT: &str = "
     ignore-warnings
     io-threads-do-reads jemalloc-bg-thread key-load-delay latency-tracking
     latency-tracking-info-percentiles lazyfree-lazy-eviction lazyfree-lazy-expire
-    lazyfree-lazy-server-del lazyfree-lazy-user-del lazyfree-lazy-user-flush lfu-decay-time
+    lazyfree-lazy-server-del lfu-decay-time
     lfu-log-factor
     loading-process-events-interval-bytes masterauth masteruser maxmemory-eviction-tenacity
     no-appendfsync-on-rewrite oom-score-adj oom-score-adj-values proc-title-template propagation-error-behavior

@@ -3,6 +3,7 @@
 //! All of them see or change every shard of a database, so they lock the whole keyspace.
 
 use bytes::Bytes;
+use latch_keyspace::lazyfree;
 
 use super::{err, is, parse_i64, Ctx};
 use crate::spec::{acl, flag, Arg, CommandSpec, Group, LockPlan};
@@ -88,35 +89,36 @@ fn dbsize(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
     ctx.reply.integer(len as i64);
 }
 
-/// Checks FLUSHDB/FLUSHALL's optional `ASYNC|SYNC`; writes the syntax error when wrong.
-/// Flushing is always done at once here: dropping the tables is cheap next to Redis' work.
-fn flush_mode_ok(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) -> bool {
-    let ok = match args {
-        [_] => true,
-        [_, mode] => is(mode, "ASYNC") || is(mode, "SYNC"),
-        _ => false,
-    };
-    if !ok {
-        ctx.reply.error(err::SYNTAX);
+/// FLUSHDB/FLUSHALL's optional `ASYNC|SYNC`: whether to free the keys on the lazyfree
+/// thread (without a mode, as `lazyfree-lazy-user-flush` says). `None` after writing the
+/// syntax error. Either way the database is empty when the command returns.
+fn flush_lazily(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) -> Option<bool> {
+    match args {
+        [_] => Some(lazyfree::user_flush()),
+        [_, mode] if is(mode, "ASYNC") => Some(true),
+        [_, mode] if is(mode, "SYNC") => Some(false),
+        _ => {
+            ctx.reply.error(err::SYNTAX);
+            None
+        }
     }
-    ok
 }
 
 fn flushdb(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
-    if !flush_mode_ok(ctx, args) {
+    let Some(lazily) = flush_lazily(ctx, args) else {
         return;
-    }
+    };
     let db = ctx.db();
-    ctx.keys.flush_db(db);
+    ctx.keys.flush_db_freeing(db, lazily);
     ctx.reply.ok();
 }
 
 fn flushall(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
-    if !flush_mode_ok(ctx, args) {
+    let Some(lazily) = flush_lazily(ctx, args) else {
         return;
-    }
+    };
     for db in 0..ctx.server.keyspace.num_dbs() {
-        ctx.keys.flush_db(db);
+        ctx.keys.flush_db_freeing(db, lazily);
     }
     ctx.reply.ok();
 }

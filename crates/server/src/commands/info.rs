@@ -478,8 +478,12 @@ fn memory_section(server: &Server, out: &mut String) {
     }
     field(out, "mem_allocator", MEM_ALLOCATOR);
     field(out, "active_defrag_running", 0);
-    field(out, "lazyfree_pending_objects", 0);
-    field(out, "lazyfreed_objects", 0);
+    field(
+        out,
+        "lazyfree_pending_objects",
+        latch_keyspace::lazyfree::pending(),
+    );
+    field(out, "lazyfreed_objects", latch_keyspace::lazyfree::freed());
 }
 
 fn persistence_section(server: &Server, dirty: u64, out: &mut String) {

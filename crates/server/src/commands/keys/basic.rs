@@ -1,6 +1,7 @@
 //! DEL, UNLINK, EXISTS, TYPE, TOUCH.
 
 use bytes::Bytes;
+use latch_keyspace::lazyfree;
 
 use crate::commands::Ctx;
 use crate::pubsub::notify;
@@ -31,7 +32,7 @@ pub(super) const UNLINK: CommandSpec = CommandSpec {
     key_specs: &[KeySpec::to_end(1, 1, keyflag::RM | keyflag::DELETE)],
     arguments: &[Arg::key("key", 0).multiple()],
     tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
-    handler: Some(del),
+    handler: Some(unlink),
     ..CommandSpec::BASE
 };
 
@@ -50,12 +51,24 @@ pub(super) const EXISTS: CommandSpec = CommandSpec {
     ..CommandSpec::BASE
 };
 
-/// DEL and UNLINK: freeing a value is cheap enough here that both remove at once.
+/// DEL frees the values here, unless `lazyfree-lazy-user-del` makes it UNLINK.
 fn del(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    remove_keys(ctx, args, lazyfree::user_del());
+}
+
+/// UNLINK removes the keys at once and frees big values on the lazyfree thread.
+fn unlink(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    remove_keys(ctx, args, true);
+}
+
+fn remove_keys(ctx: &mut Ctx<'_, '_>, args: &[Bytes], lazily: bool) {
     let db = ctx.db();
     let mut removed = 0;
     for key in &args[1..] {
-        if ctx.keys.remove(db, key).is_some() {
+        if let Some(entry) = ctx.keys.remove(db, key) {
+            if lazily {
+                lazyfree::free(entry.value);
+            }
             ctx.keys.signal_modified(db, key);
             ctx.notify(notify::GENERIC, "del", key);
             removed += 1;

@@ -1,0 +1,174 @@
+//! UNLINK, FLUSHALL/FLUSHDB ASYNC and `lazyfree-lazy-user-del/-user-flush`, against Latch
+//! and redis-server 7.0 side by side: the same replies, and the same counts in INFO's
+//! `lazyfreed_objects` (big values go to the background, small ones are freed at once;
+//! a flush counts its keys).
+
+use std::time::{Duration, Instant};
+
+use latch_testkit::Server;
+
+fn connect(server: &Server) -> redis::Connection {
+    redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap()
+}
+
+fn info_field(conn: &mut redis::Connection, name: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("memory").query(conn).unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in INFO"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// `lazyfreed_objects` once nothing is pending any more.
+fn settled_freed(conn: &mut redis::Connection) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(conn, "lazyfree_pending_objects") != 0 {
+        assert!(Instant::now() < deadline, "lazyfree never caught up");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    info_field(conn, "lazyfreed_objects")
+}
+
+/// A set of 1,000 strings: a hash table in both servers, whose freeing walks every member
+/// (a list of as many short items would be a few packed nodes in Redis, freed at once).
+fn big_set(conn: &mut redis::Connection, key: &str) {
+    let members: Vec<String> = (0..1000).map(|i| format!("member-{i}")).collect();
+    let _: () = redis::cmd("SADD")
+        .arg(key)
+        .arg(&members)
+        .query(conn)
+        .unwrap();
+}
+
+/// Runs the scenario on one server and returns what a client could see of it.
+fn scenario(server: &Server) -> Vec<String> {
+    let mut conn = connect(server);
+    let mut seen = Vec::new();
+    let step = |seen: &mut Vec<String>, conn: &mut redis::Connection, what: &str| {
+        seen.push(format!("{what}: lazyfreed_objects={}", settled_freed(conn)));
+    };
+    step(&mut seen, &mut conn, "start");
+
+    // UNLINK: a big value goes to the background, a small one does not.
+    big_set(&mut conn, "big");
+    let _: () = redis::cmd("SET")
+        .arg("small")
+        .arg("v")
+        .query(&mut conn)
+        .unwrap();
+    let removed: i64 = redis::cmd("UNLINK")
+        .arg("big")
+        .arg("small")
+        .arg("missing")
+        .query(&mut conn)
+        .unwrap();
+    seen.push(format!("UNLINK removed {removed}"));
+    let exists: i64 = redis::cmd("EXISTS").arg("big").query(&mut conn).unwrap();
+    seen.push(format!("EXISTS big after UNLINK: {exists}"));
+    step(&mut seen, &mut conn, "after UNLINK");
+
+    // DEL frees in place, unless lazyfree-lazy-user-del.
+    big_set(&mut conn, "big");
+    let _: i64 = redis::cmd("DEL").arg("big").query(&mut conn).unwrap();
+    step(&mut seen, &mut conn, "after DEL");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("lazyfree-lazy-user-del")
+        .arg("yes")
+        .query(&mut conn)
+        .unwrap();
+    big_set(&mut conn, "big");
+    let _: i64 = redis::cmd("DEL").arg("big").query(&mut conn).unwrap();
+    step(
+        &mut seen,
+        &mut conn,
+        "after DEL with lazyfree-lazy-user-del",
+    );
+
+    // Flushes: ASYNC counts every key; SYNC none; no mode follows lazyfree-lazy-user-flush.
+    for (i, flush) in [
+        "FLUSHALL ASYNC",
+        "FLUSHDB SYNC",
+        "FLUSHDB",
+        "CONFIG SET lazyfree-lazy-user-flush yes",
+        "FLUSHDB",
+        "FLUSHALL",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for k in 0..5 {
+            let _: () = redis::cmd("SET")
+                .arg(format!("k{i}-{k}"))
+                .arg("v")
+                .query(&mut conn)
+                .unwrap();
+        }
+        let mut cmd = redis::cmd(flush.split(' ').next().unwrap());
+        for arg in flush.split(' ').skip(1) {
+            cmd.arg(arg);
+        }
+        let reply: String = cmd.query(&mut conn).unwrap();
+        let size: i64 = redis::cmd("DBSIZE").query(&mut conn).unwrap();
+        seen.push(format!("{flush}: {reply}, DBSIZE {size}"));
+        step(&mut seen, &mut conn, flush);
+        let _: i64 = redis::cmd("DEL")
+            .arg((0..5).map(|k| format!("k{i}-{k}")).collect::<Vec<_>>())
+            .query(&mut conn)
+            .unwrap();
+    }
+    let bad = redis::cmd("FLUSHALL")
+        .arg("LATER")
+        .query::<String>(&mut conn);
+    seen.push(format!("FLUSHALL LATER: {:?}", bad.unwrap_err().detail()));
+
+    // CONFIG RESETSTAT zeroes the count.
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut conn)
+        .unwrap();
+    step(&mut seen, &mut conn, "after RESETSTAT");
+    seen
+}
+
+#[test]
+fn unlink_and_async_flushes_free_in_the_background_as_in_redis() {
+    let latch = scenario(&Server::latch(&[]));
+    let redis = scenario(&Server::redis(&[]));
+    assert_eq!(latch, redis);
+    // And the scenario did see background frees (it would pass vacuously otherwise).
+    assert!(
+        latch
+            .iter()
+            .any(|line| line == "after UNLINK: lazyfreed_objects=1"),
+        "{latch:#?}"
+    );
+}
+
+/// UNLINK of a 1,000,000-member set answers at once: the freeing is the thread's.
+#[test]
+fn unlinking_a_huge_set_answers_at_once() {
+    let server = Server::latch(&[]);
+    let mut conn = connect(&server);
+    for batch in 0..100 {
+        let members: Vec<String> = (0..10_000).map(|i| format!("member-{batch}-{i}")).collect();
+        let _: () = redis::cmd("SADD")
+            .arg("huge")
+            .arg(&members)
+            .query(&mut conn)
+            .unwrap();
+    }
+    let before = settled_freed(&mut conn);
+    let started = Instant::now();
+    let removed: i64 = redis::cmd("UNLINK").arg("huge").query(&mut conn).unwrap();
+    let took = started.elapsed();
+    assert_eq!(removed, 1);
+    assert_eq!(settled_freed(&mut conn), before + 1);
+    // Generous: a loaded test machine.
+    assert!(took < Duration::from_millis(250), "UNLINK took {took:?}");
+}
