@@ -237,7 +237,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("replica-serve-stale-data", Some("slave-serve-stale-data"), 0, Kind::Bool, "yes", Effect::Inert),
     opt("replica-read-only", Some("slave-read-only"), o::DEBUG, Kind::Bool, "yes", Effect::Inert),
     opt("replica-ignore-maxmemory", Some("slave-ignore-maxmemory"), 0, Kind::Bool, "yes", Effect::Inert),
-    opt("jemalloc-bg-thread", None, 0, Kind::Bool, "yes", Effect::Inert),
+    opt("jemalloc-bg-thread", None, 0, Kind::Bool, "yes", Effect::Acts),
     opt("activedefrag", None, o::DEBUG, Kind::Bool, "no", Effect::Inert),
     opt("syslog-enabled", None, o::IMMUTABLE, Kind::Bool, "no", Effect::Inert),
     opt("cluster-enabled", None, o::IMMUTABLE, Kind::Bool, "no", Effect::Inert),
@@ -1844,6 +1844,9 @@ impl Config {
         );
         hot.busy_reply_threshold_ms
             .store(self.unsigned("busy-reply-threshold"), Ordering::Relaxed);
+        // jemalloc's background threads return freed pages to the kernel (RSS follows
+        // used_memory); as in Redis, on by default. Without jemalloc this fails: ignored.
+        let _ = tikv_jemalloc_ctl::background_thread::write(self.get_bool("jemalloc-bg-thread"));
         latch_keyspace::lazyfree::set_options(
             self.get_bool("lazyfree-lazy-user-del"),
             self.get_bool("lazyfree-lazy-user-flush"),

@@ -24,7 +24,7 @@ const INERT: &str = "
     cluster-replica-validity-factor cluster-require-full-coverage crash-log-enabled
     crash-memcheck-enabled disable-thp dynamic-hz enable-module-command
     ignore-warnings
-    io-threads-do-reads jemalloc-bg-thread key-load-delay latency-tracking
+    io-threads-do-reads key-load-delay latency-tracking
     latency-tracking-info-percentiles lazyfree-lazy-eviction lazyfree-lazy-expire
     lazyfree-lazy-server-del lfu-decay-time
     lfu-log-factor
