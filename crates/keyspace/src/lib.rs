@@ -9,6 +9,7 @@
 //! - [`keyspace`]: the shards, and [`Locked`], the view a command runs against.
 //! - [`pack`]: a run of small elements in one allocation, the compact form of small
 //!   hashes, sorted sets and lists.
+//! - [`set`]: the set value (an intset or a hashtable, as Redis 7.0).
 //! - [`zset`]: the sorted set value.
 //! - [`stream`]: the stream value.
 //! - [`glob`]: Redis-style glob matching for KEYS, SCAN MATCH and CONFIG GET.
@@ -19,6 +20,7 @@ pub mod glob;
 pub mod keyspace;
 pub mod lazyfree;
 pub mod pack;
+pub mod set;
 pub mod slot;
 pub mod stream;
 pub mod table;
@@ -31,6 +33,7 @@ pub use keyspace::{
     Snapshot, Tracked, TrackedChanges, Woken,
 };
 pub use pack::{Elem, Pack};
+pub use set::Set;
 pub use slot::Slot;
 pub use stream::Stream;
 pub use table::{Swept, Table};

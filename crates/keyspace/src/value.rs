@@ -1,8 +1,9 @@
 //! What a key holds.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 use crate::clock::Deadline;
+use crate::set::Set;
 use crate::stream::Stream;
 use crate::zset::SortedSet;
 
@@ -14,7 +15,7 @@ pub enum Value {
     /// A binary-safe string.
     Str(Vec<u8>),
     List(Box<VecDeque<Vec<u8>>>),
-    Set(Box<HashSet<Vec<u8>>>),
+    Set(Set),
     Hash(Box<HashMap<Vec<u8>, Vec<u8>>>),
     ZSet(Box<SortedSet>),
     Stream(Box<Stream>),
@@ -63,7 +64,6 @@ const LISTPACK_MAX_ENTRIES: usize = 128;
 /// `hash-max-listpack-entries` is larger than the sorted sets' limit in Redis 7.0.
 const HASH_LISTPACK_MAX_ENTRIES: usize = 512;
 const LISTPACK_MAX_VALUE: usize = 64;
-const INTSET_MAX_ENTRIES: usize = 512;
 
 /// Redis keeps strings up to this length in one allocation with their header ("embstr").
 const EMBSTR_MAX_LEN: usize = 44;
@@ -94,15 +94,7 @@ impl Value {
             }
             // Redis 7.0 keeps every list in a quicklist.
             Value::List(_) => "quicklist",
-            Value::Set(members) => {
-                if members.len() <= INTSET_MAX_ENTRIES
-                    && members.iter().all(|m| parse_i64_strict(m).is_some())
-                {
-                    "intset"
-                } else {
-                    "hashtable"
-                }
-            }
+            Value::Set(set) => set.encoding(),
             Value::Hash(fields) => {
                 let small = fields.len() <= HASH_LISTPACK_MAX_ENTRIES
                     && fields.iter().all(|(f, v)| {
@@ -132,7 +124,7 @@ impl Value {
         match self {
             Value::Str(bytes) => bytes.capacity(),
             Value::List(items) => items.iter().map(|i| i.capacity() + 24).sum::<usize>(),
-            Value::Set(members) => members.iter().map(|m| m.capacity() + 32).sum::<usize>(),
+            Value::Set(set) => set.heap_bytes(),
             Value::Hash(fields) => fields
                 .iter()
                 .map(|(f, v)| f.capacity() + v.capacity() + 56)
@@ -155,6 +147,8 @@ impl Value {
         }
     }
 }
+
+const _: () = assert!(std::mem::size_of::<Value>() == 24);
 
 /// One key's value with its deadline (32 bytes). The access time (`OBJECT IDLETIME`) is kept
 /// next to it in the key's [`Slot`](crate::Slot).

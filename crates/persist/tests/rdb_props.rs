@@ -49,7 +49,11 @@ fn set() -> impl Strategy<Value = Value> {
             1..600
         ),
     ]
-    .prop_map(|members| Value::Set(Box::new(members)))
+    .prop_map(|members| {
+        Value::Set(latch_keyspace::Set::from_members(
+            members.iter().map(|m| &m[..]),
+        ))
+    })
 }
 
 fn hash() -> impl Strategy<Value = Value> {

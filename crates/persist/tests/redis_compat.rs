@@ -233,7 +233,8 @@ fn assert_matches(conn: &mut Conn, key: &[u8], value: &Value, expire: Option<i64
                 .bulks()
                 .into_iter()
                 .collect();
-            assert_eq!(&got, &**members, "{name}");
+            let want: HashSet<Vec<u8>> = members.iter().map(|m| m.to_vec()).collect();
+            assert_eq!(got, want, "{name}");
         }
         Value::Hash(fields) => {
             let flat = conn.call(&[&b"HGETALL"[..], key]).bulks();
@@ -436,7 +437,12 @@ fn latch_values(now: i64) -> Vec<Key> {
         None,
     );
 
-    let set = |items: Vec<String>| Value::Set(Box::new(strings(items).into_iter().collect()));
+    let set = |items: Vec<String>| {
+        let items = strings(items);
+        Value::Set(latch_keyspace::Set::from_members(
+            items.iter().map(|m| &m[..]),
+        ))
+    };
     add(
         0,
         "set:ints",

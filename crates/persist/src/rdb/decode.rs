@@ -4,10 +4,10 @@
 //! actually arrives), every loop consumes input, and each structure is checked the way
 //! Redis' deep sanitization checks it, so a bad file gives an error, never a panic.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read};
 
-use latch_keyspace::{SortedSet, Value};
+use latch_keyspace::{Set, SortedSet, Value};
 
 use super::encode::{is_empty_collection, CONTAINER_PACKED, CONTAINER_PLAIN};
 use super::listpack::{self, Element};
@@ -203,14 +203,19 @@ pub(crate) fn read_object<R: Read>(
         }
         types::SET => {
             let len = input.read_len()?;
-            let mut members = HashSet::with_capacity(capacity(len));
+            // An intset when the members fit one, as Redis loads a set.
+            let mut members = if len > latch_keyspace::compact::set_max_intset_entries() as u64 {
+                Set::new_large(capacity(len))
+            } else {
+                Set::new()
+            };
             for _ in 0..len {
                 let member = input.read_string()?;
-                if !members.insert(member) {
+                if !members.insert(&member) {
                     return Err(input.corrupt("duplicate set member"));
                 }
             }
-            Value::Set(members.into())
+            Value::Set(members)
         }
         types::ZSET | types::ZSET_2 => {
             let len = input.read_len()?;
@@ -258,24 +263,19 @@ pub(crate) fn read_object<R: Read>(
         }
         types::SET_INTSET => {
             let blob = input.read_string()?;
-            let values = intset::parse(&blob).map_err(|e| input.corrupt(e))?;
-            Value::Set(Box::new(
-                values
-                    .into_iter()
-                    .map(|v| v.to_string().into_bytes())
-                    .collect(),
-            ))
+            intset::parse(&blob).map_err(|e| input.corrupt(e))?;
+            Value::Set(Set::from_intset_bytes(&blob).map_err(|e| input.corrupt(e))?)
         }
         types::SET_LISTPACK => {
             let blob = input.read_string()?;
             let elements = listpack::parse(&blob).map_err(|e| input.corrupt(e))?;
-            let mut members = HashSet::with_capacity(elements.len());
+            let mut members = Set::new();
             for element in elements {
-                if !members.insert(element.to_bytes()) {
+                if !members.insert(&element.to_bytes()) {
                     return Err(input.corrupt("duplicate set member"));
                 }
             }
-            Value::Set(members.into())
+            Value::Set(members)
         }
         types::ZSET_ZIPLIST | types::ZSET_LISTPACK => {
             let blob = input.read_string()?;

@@ -3,11 +3,11 @@
 //! Encoders write into a [`Sink`], which cannot fail: the file writer buffers and keeps the
 //! first I/O error for later, so the encoders need no error paths.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 use latch_keyspace::{parse_i64_strict, SortedSet, Value};
 
-use super::{intset, listpack, stream, types};
+use super::{listpack, stream, types};
 use crate::lzf;
 
 /// Where encoded bytes go.
@@ -30,7 +30,6 @@ const LIST_PLAIN_THRESHOLD: usize = 1 << 30;
 /// Redis 7.0's defaults for the compact encodings of sets, hashes and sorted sets. Note
 /// that hashes stay listpacks up to 512 entries (both compiled in and in the shipped
 /// redis.conf), sorted sets only up to 128.
-const SET_MAX_INTSET_ENTRIES: usize = 512;
 const HASH_MAX_LISTPACK_ENTRIES: usize = 512;
 const ZSET_MAX_LISTPACK_ENTRIES: usize = 128;
 const MAX_LISTPACK_VALUE: usize = 64;
@@ -125,16 +124,20 @@ pub(crate) fn put_typed_value(out: &mut impl Sink, key: Option<&[u8]>, value: &V
             put_header(out, types::LIST_QUICKLIST_2, key);
             put_list(out, items);
         }
-        Value::Set(members) => match intset_members(members) {
-            Some(sorted) => {
+        Value::Set(members) => match members.intset_bytes() {
+            // The intset form holds Redis' intset bytes.
+            Some(bytes) => {
                 put_header(out, types::SET_INTSET, key);
-                put_string(out, &intset::build(&sorted));
+                put_string(out, bytes);
             }
             None => {
                 put_header(out, types::SET, key);
                 put_len(out, members.len() as u64);
+                let mut text = Vec::new();
                 for member in members.iter() {
-                    put_string(out, member);
+                    text.clear();
+                    member.append_to(&mut text);
+                    put_string(out, &text);
                 }
             }
         },
@@ -181,19 +184,6 @@ pub(crate) fn put_typed_value(out: &mut impl Sink, key: Option<&[u8]>, value: &V
             stream::put_stream(out, s);
         }
     }
-}
-
-/// The members as sorted integers, when the set qualifies for an intset.
-fn intset_members(members: &HashSet<Vec<u8>>) -> Option<Vec<i64>> {
-    if members.len() > SET_MAX_INTSET_ENTRIES {
-        return None;
-    }
-    let mut values = members
-        .iter()
-        .map(|m| parse_i64_strict(m))
-        .collect::<Option<Vec<i64>>>()?;
-    values.sort_unstable();
-    Some(values)
 }
 
 fn hash_is_small(fields: &HashMap<Vec<u8>, Vec<u8>>) -> bool {

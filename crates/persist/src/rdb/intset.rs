@@ -1,7 +1,9 @@
 //! Intsets: sets of integers as a sorted array of 2, 4 or 8 byte little-endian values,
 //! after a header of the width (u32 LE) and the count (u32 LE).
 
-/// Encodes sorted, distinct integers with the narrowest width that holds them all.
+/// Encodes sorted, distinct integers with the narrowest width that holds them all (the
+/// set's intset form holds these bytes; this builds them for tests).
+#[cfg(test)]
 pub(crate) fn build(sorted: &[i64]) -> Vec<u8> {
     let width: usize = if sorted.iter().all(|&v| i16::try_from(v).is_ok()) {
         2

@@ -22,8 +22,9 @@ fn list(items: &[&str]) -> Value {
 }
 
 fn set(items: impl IntoIterator<Item = String>) -> Value {
-    Value::Set(Box::new(
-        items.into_iter().map(String::into_bytes).collect(),
+    let items: Vec<Vec<u8>> = items.into_iter().map(String::into_bytes).collect();
+    Value::Set(latch_keyspace::Set::from_members(
+        items.iter().map(|m| &m[..]),
     ))
 }
 

@@ -269,13 +269,7 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], readonly: bool) {
     let (kind, mut elements) = match ctx.keys.get(db, &args[1]).map(|v| &*v) {
         None => (Kind::List, Vec::new()),
         Some(Value::List(items)) => (Kind::List, items.iter().cloned().collect()),
-        Some(Value::Set(members)) => (
-            Kind::Set,
-            crate::commands::set::members_in_order(members)
-                .into_iter()
-                .map(<[u8]>::to_vec)
-                .collect(),
-        ),
+        Some(Value::Set(members)) => (Kind::Set, members.iter().map(|m| m.to_vec()).collect()),
         Some(Value::ZSet(set)) => (Kind::ZSet, set.iter().map(|(m, _)| m.to_vec()).collect()),
         Some(Value::Str(_) | Value::Hash(_) | Value::Stream(_)) => {
             ctx.reply.error(err::WRONGTYPE);

@@ -5,7 +5,9 @@
 use bytes::Bytes;
 use latch_keyspace::Value;
 
-use super::{members_in_order, reply_set, set_of, Members};
+use latch_keyspace::Set;
+
+use super::{reply_members, reply_set, set_of};
 use crate::commands::{err, parse_i64, Ctx};
 use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, BeginSearch, CommandSpec, FindKeys, Group, KeySpec};
@@ -190,12 +192,7 @@ fn intersection(ctx: &mut Ctx<'_, '_>, keys: &[Bytes]) -> Option<Vec<Vec<u8>>> {
         .keys
         .get(db, &keys[smallest])
         .and_then(|e| set_of(e))
-        .map(|m| {
-            members_in_order(m)
-                .into_iter()
-                .map(<[u8]>::to_vec)
-                .collect()
-        })
+        .map(|m| m.iter().map(|e| e.to_vec()).collect())
         .unwrap_or_default();
     for key in keys {
         if shared.is_empty() {
@@ -214,60 +211,94 @@ fn intersection(ctx: &mut Ctx<'_, '_>, keys: &[Bytes]) -> Option<Vec<Vec<u8>>> {
     Some(shared)
 }
 
-/// The members of any of `keys`; `None` after WRONGTYPE.
-fn union(ctx: &mut Ctx<'_, '_>, keys: &[Bytes]) -> Option<Members> {
+/// The members of any of `keys`, gathered as Redis does (into a set that starts as an
+/// intset); `None` after WRONGTYPE.
+fn union(ctx: &mut Ctx<'_, '_>, keys: &[Bytes]) -> Option<Set> {
     let db = ctx.db();
-    let mut all = Members::new();
+    let mut all = Set::new();
+    let mut text = Vec::new();
     for key in keys {
         if let Some(entry) = ctx.keys.get(db, key) {
             let Some(members) = set_of(entry) else {
                 ctx.reply.error(err::WRONGTYPE);
                 return None;
             };
-            for member in members {
-                if !all.contains(member) {
-                    all.insert(member.clone());
-                }
+            for member in members.iter() {
+                text.clear();
+                member.append_to(&mut text);
+                all.insert(&text);
             }
         }
     }
     Some(all)
 }
 
-/// The members of the first key that no other key has; `None` after WRONGTYPE.
-fn difference(ctx: &mut Ctx<'_, '_>, keys: &[Bytes]) -> Option<Members> {
+/// The members of the first key that no other key has; `None` after WRONGTYPE. Built with
+/// the algorithm Redis picks for these sizes, which decides the result's encoding: the
+/// first set's survivors added one by one (algorithm 1), or the first set copied and the
+/// others' members removed (algorithm 2, which leaves a hashtable a hashtable).
+fn difference(ctx: &mut Ctx<'_, '_>, keys: &[Bytes]) -> Option<Set> {
+    let sizes = sizes(ctx, keys)?;
     let db = ctx.db();
-    let mut left = Members::new();
-    for (index, key) in keys.iter().enumerate() {
-        let Some(entry) = ctx.keys.get(db, key) else {
-            continue;
-        };
-        let Some(members) = set_of(entry) else {
-            ctx.reply.error(err::WRONGTYPE);
-            return None;
-        };
-        if index == 0 {
-            left = members.clone();
-        } else if members.len() < left.len() {
-            for member in members {
-                left.remove(member);
+    let Some(first_size) = sizes[0] else {
+        return Some(Set::new());
+    };
+    if keys[1..].iter().any(|k| k == &keys[0]) {
+        // The first set minus itself.
+        return Some(Set::new());
+    }
+    let present: Vec<usize> = sizes.iter().flatten().copied().collect();
+    let algo_one_work = (first_size * present.len()) / 2;
+    let algo_two_work: usize = present.iter().sum();
+    // These second lookups are not new reads for the hit/miss counters.
+    let counted = ctx.keys.effects;
+    let first: Vec<Vec<u8>> = ctx
+        .keys
+        .get(db, &keys[0])
+        .and_then(|e| set_of(e))
+        .map(|m| m.iter().map(|e| e.to_vec()).collect())
+        .unwrap_or_default();
+    let mut left;
+    if algo_one_work <= algo_two_work {
+        let mut survivors = first;
+        for key in &keys[1..] {
+            if survivors.is_empty() {
+                break;
             }
-        } else {
-            left.retain(|m| !members.contains(m));
+            if let Some(members) = ctx.keys.get(db, key).and_then(|e| set_of(e)) {
+                survivors.retain(|m| !members.contains(m));
+            }
+        }
+        left = Set::from_members(survivors.iter().map(|m| &m[..]));
+    } else {
+        left = Set::from_members(first.iter().map(|m| &m[..]));
+        let mut text = Vec::new();
+        for key in &keys[1..] {
+            if left.is_empty() {
+                break;
+            }
+            if let Some(members) = ctx.keys.get(db, key).and_then(|e| set_of(e)) {
+                for member in members.iter() {
+                    text.clear();
+                    member.append_to(&mut text);
+                    left.remove(&text);
+                }
+            }
         }
     }
+    ctx.keys.effects.hits = counted.hits;
+    ctx.keys.effects.misses = counted.misses;
     Some(left)
 }
 
 /// Stores `members` under `destination` (replacing whatever was there, TTL included), or
 /// deletes `destination` when there are none; replies with the count.
 /// `event` is what a stored result reports.
-fn store(ctx: &mut Ctx<'_, '_>, destination: &[u8], members: Members, event: &'static str) {
+fn store(ctx: &mut Ctx<'_, '_>, destination: &[u8], members: Set, event: &'static str) {
     let db = ctx.db();
     let count = members.len();
     if count > 0 {
-        ctx.keys
-            .set(db, destination, Value::Set(Box::new(members)), None);
+        ctx.keys.set(db, destination, Value::Set(members), None);
         ctx.keys.signal_modified(db, destination);
         ctx.notify(notify::SET, event, destination);
     } else if ctx.keys.remove_stored(db, destination) {
@@ -288,7 +319,12 @@ fn sinterstore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     ctx.lookups_read(true);
     if let Some(shared) = intersection(ctx, &args[2..]) {
         ctx.lookups_read(false);
-        store(ctx, &args[1], shared.into_iter().collect(), "sinterstore");
+        store(
+            ctx,
+            &args[1],
+            Set::from_members(shared.iter().map(|m| &m[..])),
+            "sinterstore",
+        );
     }
 }
 
@@ -337,7 +373,7 @@ fn sintercard(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 
 fn sunion(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     if let Some(all) = union(ctx, &args[1..]) {
-        reply_set(ctx.reply, &members_in_order(&all));
+        reply_members(ctx.reply, &all);
     }
 }
 
@@ -351,7 +387,7 @@ fn sunionstore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 
 fn sdiff(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     if let Some(left) = difference(ctx, &args[1..]) {
-        reply_set(ctx.reply, &members_in_order(&left));
+        reply_members(ctx.reply, &left);
     }
 }
 

@@ -4,7 +4,9 @@
 use bytes::Bytes;
 use latch_keyspace::Value;
 
-use super::{members_in_order, reply_set, set_mut, set_of, Members};
+use latch_keyspace::Set;
+
+use super::{reply_members, set_mut, set_of};
 use crate::commands::{err, Ctx};
 use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, Group, KeySpec};
@@ -134,19 +136,12 @@ fn sadd(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
                 ctx.reply.error(err::WRONGTYPE);
                 return;
             };
-            let mut added = 0;
-            for member in &args[2..] {
-                if !members.contains(&member[..]) {
-                    members.insert(member.to_vec());
-                    added += 1;
-                }
-            }
-            added
+            args[2..].iter().filter(|m| members.insert(m)).count()
         }
         None => {
-            let members: Members = args[2..].iter().map(|m| m.to_vec()).collect();
-            let added = members.len();
-            ctx.keys.set(db, key, Value::Set(Box::new(members)), None);
+            let mut members = Set::for_member(&args[2]);
+            let added = args[2..].iter().filter(|m| members.insert(m)).count();
+            ctx.keys.set(db, key, Value::Set(members), None);
             added
         }
     };
@@ -196,7 +191,7 @@ fn smembers(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };
-    reply_set(ctx.reply, &members_in_order(members));
+    reply_members(ctx.reply, members);
 }
 
 fn scard(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
@@ -229,7 +224,7 @@ fn sismember(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 fn smismember(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     // A missing key is an empty set: every answer is 0.
-    let empty = Members::new();
+    let empty = Set::new();
     let members = match ctx.keys.get(db, &args[1]) {
         None => &empty,
         Some(entry) => match set_of(entry) {
@@ -290,11 +285,11 @@ fn smove(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     ctx.keys.signal_modified(db, source);
     let added = match ctx.keys.get(db, destination).and_then(|e| set_mut(e)) {
-        Some(members) => members.insert(member.to_vec()),
+        Some(members) => members.insert(member),
         None => {
-            let members: Members = std::iter::once(member.to_vec()).collect();
-            ctx.keys
-                .set(db, destination, Value::Set(Box::new(members)), None);
+            let mut members = Set::for_member(member);
+            members.insert(member);
+            ctx.keys.set(db, destination, Value::Set(members), None);
             true
         }
     };

@@ -13,9 +13,7 @@ mod members;
 pub(crate) mod random;
 pub(crate) mod scan;
 
-use std::collections::HashSet;
-
-use latch_keyspace::{parse_i64_strict, Value};
+use latch_keyspace::{Elem, Set, Value};
 
 use crate::spec::CommandSpec;
 
@@ -39,41 +37,49 @@ pub static COMMANDS: &[CommandSpec] = &[
     algebra::SDIFFSTORE,
 ];
 
-/// A set's members.
-pub(crate) type Members = HashSet<Vec<u8>>;
-
-/// The members of a set value, `None` for any other type (the caller answers WRONGTYPE).
-pub(crate) fn set_of(value: &Value) -> Option<&Members> {
+/// The set under a key, `None` for any other type (the caller answers WRONGTYPE).
+pub(crate) fn set_of(value: &Value) -> Option<&Set> {
     match value {
-        Value::Set(members) => Some(members),
+        Value::Set(set) => Some(set),
         _ => None,
     }
 }
 
-fn set_mut(value: &mut Value) -> Option<&mut Members> {
+fn set_mut(value: &mut Value) -> Option<&mut Set> {
     match value {
-        Value::Set(members) => Some(members),
+        Value::Set(set) => Some(set),
         _ => None,
     }
 }
 
-/// Redis 7.0 keeps a set of at most this many integers as a sorted intset (the default
-/// `set-max-intset-entries`, as `Value::encoding` assumes).
-const INTSET_MAX_ENTRIES: usize = 512;
-
-/// Whether Redis would hold these members in an intset.
-fn is_intset(members: &Members) -> bool {
-    members.len() <= INTSET_MAX_ENTRIES && members.iter().all(|m| parse_i64_strict(m).is_some())
+/// Writes one member as a bulk string.
+fn bulk_member(reply: &mut latch_protocol::Reply, member: Elem<'_>) {
+    match member {
+        Elem::Int(n) => reply.bulk_integer(n),
+        other => reply.bulk(other.as_bytes().unwrap_or_default()),
+    }
 }
 
-/// The members in the order Redis lists them: ascending numbers for an intset, table order
-/// (arbitrary) otherwise.
-pub(crate) fn members_in_order(members: &Members) -> Vec<&[u8]> {
-    let mut listed: Vec<&[u8]> = members.iter().map(|m| &m[..]).collect();
-    if is_intset(members) {
-        listed.sort_by_key(|m| parse_i64_strict(m));
+/// Writes a set's members as a set reply (`~` in RESP3, an array in RESP2), in the set's
+/// own order: ascending for an intset, storage order for a hashtable.
+fn reply_members(reply: &mut latch_protocol::Reply, set: &Set) {
+    reply.set(set.len());
+    for member in set.iter() {
+        bulk_member(reply, member);
     }
-    listed
+}
+
+/// A copy of `set` built as Redis builds a union result (an intset while every member is an
+/// integer and they are few enough): the order SUNION, SDIFF and a whole-set SPOP list in.
+fn rebuilt(set: &Set) -> Set {
+    let mut copy = Set::new();
+    let mut text = Vec::new();
+    for member in set.iter() {
+        text.clear();
+        member.append_to(&mut text);
+        copy.insert(&text);
+    }
+    copy
 }
 
 /// Writes members as a set reply (`~` in RESP3, an array in RESP2).

@@ -1,10 +1,10 @@
 //! Random members: SRANDMEMBER and SPOP.
 
 use bytes::Bytes;
-use rand::seq::SliceRandom;
+use latch_keyspace::Set;
 use rand::Rng;
 
-use super::{members_in_order, reply_set, set_mut, set_of};
+use super::{bulk_member, rebuilt, reply_members, reply_set, set_mut, set_of};
 use crate::commands::{err, parse_i64, Ctx};
 use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, Group, KeySpec};
@@ -85,15 +85,13 @@ pub(crate) fn distinct_picks(len: usize, count: usize) -> Vec<usize> {
     rand::seq::index::sample(&mut rand::thread_rng(), len, count).into_vec()
 }
 
-/// One member picked uniformly, without building a list (the table has no random access,
-/// so this walks to it).
-fn random_member(members: &super::Members) -> Option<&[u8]> {
-    if members.is_empty() {
-        return None;
-    }
-    let index = rand::thread_rng().gen_range(0..members.len());
-    members.iter().nth(index).map(|m| &m[..])
-}
+/// SRANDMEMBER picks distinct members one by one (Redis' CASE 4) unless the count is over
+/// a third of the set; then it drops members from a copy (CASE 3).
+const SRANDMEMBER_SUB_STRATEGY_MUL: u64 = 3;
+
+/// SPOP with a count pops members one by one (CASE 2) while what stays is over a fifth of
+/// what goes; else it picks what stays into a new set (CASE 3).
+const SPOP_MOVE_STRATEGY_MUL: u64 = 5;
 
 fn srandmember(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     if args.len() > 3 {
@@ -120,44 +118,57 @@ fn srandmember(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };
+    let mut rng = rand::thread_rng();
     let Some(count) = count else {
-        match random_member(members) {
-            Some(member) => ctx.reply.bulk(member),
+        match members.random(&mut rng) {
+            Some(member) => bulk_member(ctx.reply, member),
             None => ctx.reply.null(),
         }
         return;
     };
-    let listed = members_in_order(members);
-    if listed.is_empty() {
-        // Never stored (empty sets are removed), but answer as for a missing key.
-        ctx.reply.array(0);
-        return;
-    }
     let wanted = count.unsigned_abs();
-    if wanted == 0 {
+    let size = members.len() as u64;
+    if wanted == 0 || size == 0 {
+        // (An empty set is never stored, but answer as for a missing key.)
         ctx.reply.array(0);
         return;
     }
-    let chosen: Vec<&[u8]> = if count < 0 || wanted == 1 {
+    if count < 0 || wanted == 1 {
+        // Repeats allowed: independent picks, in the order drawn.
         if wanted > MAX_REPEATED_PICKS {
             ctx.reply.error(b"ERR value is out of range");
             return;
         }
-        picks_with_repeats(listed.len(), wanted)
-            .into_iter()
-            .map(|i| listed[i])
-            .collect()
-    } else if wanted >= listed.len() as u64 {
-        listed
+        ctx.reply.array(wanted as usize);
+        for _ in 0..wanted {
+            let member = members.get(rng.gen_range(0..members.len()));
+            bulk_member(ctx.reply, member);
+        }
+        return;
+    }
+    if wanted >= size {
+        // The whole set, in its own order.
+        ctx.reply.array(size as usize);
+        for member in members.iter() {
+            bulk_member(ctx.reply, member);
+        }
+        return;
+    }
+    // Distinct members in no particular order (Redis lists them from a scratch dict):
+    // dropping random ones from a copy when most are wanted, else drawing until enough.
+    let chosen = if wanted * SRANDMEMBER_SUB_STRATEGY_MUL > size {
+        let mut kept: Vec<usize> = (0..size as usize).collect();
+        while kept.len() as u64 > wanted {
+            let drop = rng.gen_range(0..kept.len());
+            kept.swap_remove(drop);
+        }
+        kept
     } else {
-        distinct_picks(listed.len(), wanted as usize)
-            .into_iter()
-            .map(|i| listed[i])
-            .collect()
+        distinct_picks(size as usize, wanted as usize)
     };
     ctx.reply.array(chosen.len());
-    for member in chosen {
-        ctx.reply.bulk(member);
+    for index in chosen {
+        bulk_member(ctx.reply, members.get(index));
     }
 }
 
@@ -193,33 +204,42 @@ fn spop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.set(0);
         return;
     }
-    let size = members.len();
+    let size = members.len() as u64;
+    let mut rng = rand::thread_rng();
+    // The reply comes first when the whole set goes (it lists the set as a union does).
+    let mut whole: Option<Set> = None;
+    let mut replacement: Option<Set> = None;
     let popped: Vec<Vec<u8>> = match count {
-        Some(count) if count >= size as u64 => {
-            // Everything goes: reply with the whole set and drop the key.
-            let listed: Vec<Vec<u8>> = members_in_order(members)
-                .into_iter()
-                .map(<[u8]>::to_vec)
-                .collect();
-            members.clear();
-            listed
+        None => members.pop_random(&mut rng).into_iter().collect(),
+        Some(count) if count >= size => {
+            let listed = rebuilt(members);
+            let all = listed.iter().map(|m| m.to_vec()).collect();
+            whole = Some(listed);
+            *members = Set::new();
+            all
         }
-        None => random_member(members)
-            .map(<[u8]>::to_vec)
-            .and_then(|member| members.take(&member))
-            .into_iter()
+        Some(count) if (size - count) * SPOP_MOVE_STRATEGY_MUL > count => (0..count)
+            .filter_map(|_| members.pop_random(&mut rng))
             .collect(),
         Some(count) => {
-            let wanted = count as usize;
-            let mut listed: Vec<&[u8]> = members.iter().map(|m| &m[..]).collect();
-            let (chosen, _) = listed.partial_shuffle(&mut rand::thread_rng(), wanted);
-            let chosen: Vec<Vec<u8>> = chosen.iter().map(|m| m.to_vec()).collect();
-            for member in &chosen {
-                members.remove(member);
+            // Most of the set goes: move what stays into a new set, reply with the rest in
+            // the old set's order.
+            let mut kept: Option<Set> = None;
+            for _ in 0..size - count {
+                let Some(member) = members.pop_random(&mut rng) else {
+                    break;
+                };
+                kept.get_or_insert_with(|| Set::for_member(&member))
+                    .insert(&member);
             }
-            chosen
+            let rest = members.iter().map(|m| m.to_vec()).collect();
+            replacement = kept;
+            rest
         }
     };
+    if let Some(kept) = replacement {
+        *members = kept;
+    }
     let emptied = members.is_empty();
     ctx.notify(notify::SET, "spop", key);
     if emptied {
@@ -250,9 +270,12 @@ fn spop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             Some(member) => ctx.reply.bulk(member),
             None => ctx.reply.null(),
         },
-        Some(_) => {
-            let listed: Vec<&[u8]> = popped.iter().map(|m| &m[..]).collect();
-            reply_set(ctx.reply, &listed);
-        }
+        Some(_) => match &whole {
+            Some(all) => reply_members(ctx.reply, all),
+            None => {
+                let listed: Vec<&[u8]> = popped.iter().map(|m| &m[..]).collect();
+                reply_set(ctx.reply, &listed);
+            }
+        },
     }
 }

@@ -17,7 +17,7 @@ use latch_keyspace::glob::glob_match;
 use latch_keyspace::Value;
 use latch_protocol::Reply;
 
-use super::{members_in_order, set_of};
+use super::set_of;
 use crate::commands::keys::scan::parse_cursor;
 use crate::commands::{err, is, parse_i64, Ctx};
 use crate::spec::{acl, flag, keyflag, Arg, ArgType, CommandSpec, Group, KeySpec};
@@ -183,12 +183,13 @@ fn sscan(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let Some(options) = parse_options(ctx.reply, &args[3..]) else {
         return;
     };
-    let (next, chosen) = if scans_whole(entry) {
-        (0, members_in_order(members))
-    } else {
-        walk(members.iter().map(|m| &m[..]), |m| m, cursor, options.count)
-    };
-    let shown: Vec<&[u8]> = chosen.into_iter().filter(|m| options.matches(m)).collect();
+    let (next, chosen) = members.scan(cursor, options.count);
+    let texts: Vec<Vec<u8>> = chosen.into_iter().map(|m| m.to_vec()).collect();
+    let shown: Vec<&[u8]> = texts
+        .iter()
+        .map(|m| &m[..])
+        .filter(|m| options.matches(m))
+        .collect();
     reply_scan(ctx.reply, next, &shown);
 }
 

@@ -100,7 +100,7 @@ fn read_inputs(ctx: &mut Ctx<'_, '_>, keys: &[Bytes]) -> Option<Vec<Input>> {
         let members = match ctx.keys.get(db, key).map(|v| &*v) {
             None => Vec::new(),
             Some(Value::ZSet(set)) => set.iter().map(|(m, s)| (m.to_vec(), s)).collect(),
-            Some(Value::Set(members)) => members.iter().map(|m| (m.clone(), 1.0)).collect(),
+            Some(Value::Set(members)) => members.iter().map(|m| (m.to_vec(), 1.0)).collect(),
             Some(Value::Str(_) | Value::List(_) | Value::Hash(_) | Value::Stream(_)) => {
                 ctx.reply.error(err::WRONGTYPE);
                 return None;
