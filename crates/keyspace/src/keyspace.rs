@@ -1122,6 +1122,7 @@ impl<'a> Locked<'a> {
         }
         let slot = shard.dbs[db].remove(hash, key)?;
         if slot.is_passed(now) {
+            crate::lazyfree::free_expired(slot);
             // Removed by expiry, as a lookup would have: watchers learn of it.
             touch_watchers(shard, db, hash, key, now);
             self.effects.expired += 1;

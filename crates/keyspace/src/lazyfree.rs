@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Mutex, OnceLock};
 
+use crate::slot::Slot;
 use crate::value::Value;
 
 /// Redis' LAZYFREE_THRESHOLD: a value whose drop walks more allocations than this is freed
@@ -29,15 +30,25 @@ static PENDING: AtomicU64 = AtomicU64::new(0);
 /// Objects the thread has dropped since start (or CONFIG RESETSTAT).
 static FREED: AtomicU64 = AtomicU64::new(0);
 
-/// `lazyfree-lazy-user-del` and `lazyfree-lazy-user-flush`, kept current by CONFIG. (The
-/// other three, for overwrites, expiry and eviction, are not acted on yet.)
+/// `lazyfree-lazy-user-del`, `-user-flush` and `-expire`, kept current by CONFIG. (The
+/// other two, for overwrites and eviction, are not acted on yet.)
 static USER_DEL: AtomicBool = AtomicBool::new(false);
 static USER_FLUSH: AtomicBool = AtomicBool::new(false);
+static EXPIRE: AtomicBool = AtomicBool::new(false);
 
-/// Puts new values of the two options in force.
-pub fn set_options(user_del: bool, user_flush: bool) {
-    USER_DEL.store(user_del, Ordering::Relaxed);
-    USER_FLUSH.store(user_flush, Ordering::Relaxed);
+/// The options acted on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    pub user_del: bool,
+    pub user_flush: bool,
+    pub expire: bool,
+}
+
+/// Puts new values of the options in force.
+pub fn set_options(options: Options) {
+    USER_DEL.store(options.user_del, Ordering::Relaxed);
+    USER_FLUSH.store(options.user_flush, Ordering::Relaxed);
+    EXPIRE.store(options.expire, Ordering::Relaxed);
 }
 
 /// `lazyfree-lazy-user-del`: DEL frees as UNLINK does.
@@ -86,6 +97,14 @@ pub fn free_in_background<T: Send + 'static>(garbage: T, objects: u64) {
 pub fn free(value: Value) {
     if value.free_effort() > EFFORT_THRESHOLD {
         free_in_background(value, 1);
+    }
+}
+
+/// Frees the key an expiry removed (lazily or by the active sweep): in the background when
+/// `lazyfree-lazy-expire` is on and its value is big, here otherwise.
+pub fn free_expired(slot: Slot) {
+    if EXPIRE.load(Ordering::Relaxed) && slot.value().free_effort() > EFFORT_THRESHOLD {
+        free_in_background(slot, 1);
     }
 }
 

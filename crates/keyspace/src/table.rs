@@ -276,7 +276,8 @@ impl Table {
             if now.keep_passed {
                 return Found::Missing;
             }
-            occupied.remove();
+            let (slot, _) = occupied.remove();
+            crate::lazyfree::free_expired(slot);
             segment.expires -= 1;
             self.expires -= 1;
             self.len -= 1;
@@ -291,7 +292,9 @@ impl Table {
         let passed =
             !now.keep_passed && self.get(hash, key).is_some_and(|slot| slot.is_passed(now));
         if passed {
-            self.remove(hash, key);
+            if let Some(slot) = self.remove(hash, key) {
+                crate::lazyfree::free_expired(slot);
+            }
         }
         passed
     }
@@ -533,6 +536,7 @@ impl Table {
             if let Ok(entry) = segment.table.get_bucket_entry(bucket) {
                 let (slot, _) = entry.remove();
                 removed.push(slot.key().into());
+                crate::lazyfree::free_expired(slot);
                 segment.expires -= 1;
                 self.expires -= 1;
                 self.len -= 1;

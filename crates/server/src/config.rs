@@ -219,7 +219,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("set-proc-title", None, o::IMMUTABLE, Kind::Bool, "yes", Effect::Inert),
     opt("dynamic-hz", None, 0, Kind::Bool, "yes", Effect::Inert),
     opt("lazyfree-lazy-eviction", None, o::DEBUG, Kind::Bool, "no", Effect::Inert),
-    opt("lazyfree-lazy-expire", None, o::DEBUG, Kind::Bool, "no", Effect::Inert),
+    opt("lazyfree-lazy-expire", None, o::DEBUG, Kind::Bool, "no", Effect::Acts),
     opt("lazyfree-lazy-server-del", None, o::DEBUG, Kind::Bool, "no", Effect::Inert),
     opt("lazyfree-lazy-user-del", None, o::DEBUG, Kind::Bool, "no", Effect::Acts),
     opt("lazyfree-lazy-user-flush", None, o::DEBUG, Kind::Bool, "no", Effect::Acts),
@@ -1847,10 +1847,11 @@ impl Config {
         // jemalloc's background threads return freed pages to the kernel (RSS follows
         // used_memory); as in Redis, on by default. Without jemalloc this fails: ignored.
         let _ = tikv_jemalloc_ctl::background_thread::write(self.get_bool("jemalloc-bg-thread"));
-        latch_keyspace::lazyfree::set_options(
-            self.get_bool("lazyfree-lazy-user-del"),
-            self.get_bool("lazyfree-lazy-user-flush"),
-        );
+        latch_keyspace::lazyfree::set_options(latch_keyspace::lazyfree::Options {
+            user_del: self.get_bool("lazyfree-lazy-user-del"),
+            user_flush: self.get_bool("lazyfree-lazy-user-flush"),
+            expire: self.get_bool("lazyfree-lazy-expire"),
+        });
         let as_size = |name| usize::try_from(self.unsigned(name)).unwrap_or(usize::MAX);
         latch_keyspace::compact::set(latch_keyspace::compact::Thresholds {
             hash_max_entries: as_size("hash-max-listpack-entries"),

@@ -25,7 +25,7 @@ const INERT: &str = "
     crash-memcheck-enabled disable-thp dynamic-hz enable-module-command
     ignore-warnings
     io-threads-do-reads key-load-delay latency-tracking
-    latency-tracking-info-percentiles lazyfree-lazy-eviction lazyfree-lazy-expire
+    latency-tracking-info-percentiles lazyfree-lazy-eviction
     lazyfree-lazy-server-del lfu-decay-time
     lfu-log-factor
     loading-process-events-interval-bytes masterauth masteruser maxmemory-eviction-tenacity

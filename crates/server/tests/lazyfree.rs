@@ -1,5 +1,5 @@
-//! UNLINK, FLUSHALL/FLUSHDB ASYNC and `lazyfree-lazy-user-del/-user-flush`, against Latch
-//! and redis-server 7.0 side by side: the same replies, and the same counts in INFO's
+//! UNLINK, FLUSHALL/FLUSHDB ASYNC and `lazyfree-lazy-user-del/-user-flush/-expire`,
+//! against Latch and redis-server 7.0 side by side: the same replies, and the same counts in INFO's
 //! `lazyfreed_objects` (big values go to the background, small ones are freed at once;
 //! a flush counts its keys).
 
@@ -126,6 +126,30 @@ fn scenario(server: &Server) -> Vec<String> {
         .arg("LATER")
         .query::<String>(&mut conn);
     seen.push(format!("FLUSHALL LATER: {:?}", bad.unwrap_err().detail()));
+
+    // Expiry frees in place, unless lazyfree-lazy-expire.
+    for lazy in ["no", "yes"] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("lazyfree-lazy-expire")
+            .arg(lazy)
+            .query(&mut conn)
+            .unwrap();
+        big_set(&mut conn, "big");
+        let _: i64 = redis::cmd("PEXPIRE")
+            .arg("big")
+            .arg(1)
+            .query(&mut conn)
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let exists: i64 = redis::cmd("EXISTS").arg("big").query(&mut conn).unwrap();
+        seen.push(format!("EXISTS big after its TTL: {exists}"));
+        step(
+            &mut seen,
+            &mut conn,
+            &format!("after expiry, lazyfree-lazy-expire {lazy}"),
+        );
+    }
 
     // CONFIG RESETSTAT zeroes the count.
     let _: () = redis::cmd("CONFIG")
