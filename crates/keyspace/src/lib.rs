@@ -12,6 +12,7 @@
 //! - [`set`]: the set value (an intset or a hashtable, as Redis 7.0).
 //! - [`zset`]: the sorted set value.
 //! - [`stream`]: the stream value.
+//! - [`thin`]: an immutable byte string behind one 8-byte pointer.
 //! - [`glob`]: Redis-style glob matching for KEYS, SCAN MATCH and CONFIG GET.
 
 pub mod clock;
@@ -24,6 +25,7 @@ pub mod set;
 pub mod slot;
 pub mod stream;
 pub mod table;
+pub mod thin;
 pub mod value;
 pub mod zset;
 

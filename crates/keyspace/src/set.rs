@@ -23,6 +23,7 @@ use rand::Rng;
 
 use crate::compact::set_max_intset_entries;
 use crate::pack::Elem;
+use crate::thin::ThinBytes;
 use crate::value::parse_i64_strict;
 
 /// Redis caps an intset at 2^30 entries whatever `set-max-intset-entries` says.
@@ -198,11 +199,12 @@ impl IntSet {
 /// Members up to this many bytes are stored inside the member's 16 bytes.
 const INLINE_MAX: usize = 14;
 
-/// One member of a large set: 16 bytes, the bytes inline when short.
+/// One member of a large set: 16 bytes, the bytes inline when short, else behind a thin
+/// pointer (one allocation).
 #[derive(Clone)]
 enum Member {
     Inline { len: u8, bytes: [u8; INLINE_MAX] },
-    Heap(Box<Box<[u8]>>),
+    Heap(ThinBytes),
 }
 
 const _: () = assert!(std::mem::size_of::<Member>() == 16);
@@ -217,21 +219,21 @@ impl Member {
                 bytes: inline,
             }
         } else {
-            Member::Heap(Box::new(bytes.into()))
+            Member::Heap(ThinBytes::new(bytes))
         }
     }
 
     fn as_bytes(&self) -> &[u8] {
         match self {
             Member::Inline { len, bytes } => &bytes[..*len as usize],
-            Member::Heap(bytes) => bytes,
+            Member::Heap(bytes) => bytes.as_bytes(),
         }
     }
 
     fn heap_bytes(&self) -> usize {
         match self {
             Member::Inline { .. } => 0,
-            Member::Heap(bytes) => 16 + bytes.len(),
+            Member::Heap(bytes) => bytes.heap_bytes(),
         }
     }
 }
