@@ -30,6 +30,8 @@
 #   hash_1k set_1k_int set_1k_str zset_1k list_1k: the same with 1,000 elements a key
 #                  (integers N*1000+i, scores i), 100 keys
 #   hash_100k set_100k_int set_100k_str zset_100k list_100k: 100,000 elements a key, 2 keys
+#   set_100k_long  the same with 20-byte members (element:000000000042), past what a large
+#                  set keeps inline
 # Big keys are sent 100 elements a command. `--quick` loads a tenth of the keys (at least
 # one); `--shapes` runs only the shapes named, in the table's order (each 1k shape followed
 # by its 100k one). A full run of 3 rounds takes about 5 minutes on 2 cores.
@@ -40,7 +42,7 @@ set -euo pipefail
 
 all_shapes="string string_ttl hash_10 set_10_int set_10_str zset_10 zset_10_float list_10"
 all_shapes+=" hash_1k hash_100k set_1k_int set_100k_int set_1k_str set_100k_str zset_1k zset_100k"
-all_shapes+=" list_1k list_100k"
+all_shapes+=" set_100k_long list_1k list_100k"
 rounds=3 quick=0 only_shapes=""
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -102,6 +104,7 @@ generate() {
             prefix = type == "hash" ? "user:" : "k:"
             keyfmt = "%s%0" (16 - length(prefix)) "d"
             command["hash"] = "HSET"; command["set_int"] = "SADD"; command["set_str"] = "SADD"
+            command["set_long"] = "SADD"
             command["zset"] = "ZADD"; command["zset_float"] = "ZADD"; command["list"] = "RPUSH"
             for (k = 0; k < keys; k++) {
                 key = sprintf(keyfmt, prefix, k)
@@ -117,6 +120,7 @@ generate() {
                     else if (type == "set_int") {
                         arg(elements == 10 ? (k * 10 + i) % 10000 : k * elements + i) }
                     else if (type == "set_str") arg("member:" i ":" k)
+                    else if (type == "set_long") arg(sprintf("element:%012d", k * elements + i))
                     else if (type == "zset") { arg(i); arg("member-" i) }
                     else if (type == "zset_float") {
                         arg(sprintf("%.17g", 1.5 * i + k / 7)); arg("member-" i) }
