@@ -8,6 +8,7 @@
 //! - [`keyspace`]: the shards, and [`Locked`], the view a command runs against.
 //! - [`pack`]: a run of small elements in one allocation, the compact form of small
 //!   hashes, sorted sets and lists.
+//! - [`list`]: the list value, packs in a deque (Redis' quicklist).
 //! - [`zset`]: the sorted set value.
 //! - [`stream`]: the stream value.
 //! - [`glob`]: Redis-style glob matching for KEYS, SCAN MATCH and CONFIG GET.
@@ -16,6 +17,7 @@ pub mod clock;
 pub mod compact;
 pub mod glob;
 pub mod keyspace;
+pub mod list;
 pub mod pack;
 pub mod slot;
 pub mod stream;
@@ -28,6 +30,7 @@ pub use keyspace::{
     record, Effects, EvictionCandidate, KeyEvent, KeyEvents, KeyWaiter, Keyspace, Locked, LongWait,
     Snapshot, Tracked, TrackedChanges, Woken,
 };
+pub use list::List;
 pub use pack::{Elem, Pack};
 pub use slot::Slot;
 pub use stream::Stream;

@@ -1,8 +1,9 @@
 //! What a key holds.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 
 use crate::clock::Deadline;
+use crate::list::List;
 use crate::stream::Stream;
 use crate::zset::SortedSet;
 
@@ -13,7 +14,8 @@ use crate::zset::SortedSet;
 pub enum Value {
     /// A binary-safe string.
     Str(Vec<u8>),
-    List(Box<VecDeque<Vec<u8>>>),
+    /// A list: one pack when small, else a boxed deque of packs (16 bytes either way).
+    List(List),
     Set(Box<HashSet<Vec<u8>>>),
     Hash(Box<HashMap<Vec<u8>, Vec<u8>>>),
     ZSet(Box<SortedSet>),
@@ -131,7 +133,7 @@ impl Value {
     pub fn heap_bytes(&self) -> usize {
         match self {
             Value::Str(bytes) => bytes.capacity(),
-            Value::List(items) => items.iter().map(|i| i.capacity() + 24).sum::<usize>(),
+            Value::List(list) => list.heap_bytes(),
             Value::Set(members) => members.iter().map(|m| m.capacity() + 32).sum::<usize>(),
             Value::Hash(fields) => fields
                 .iter()
