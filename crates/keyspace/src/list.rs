@@ -4,19 +4,21 @@
 //! limited by `list-max-listpack-size`. A [`List`] is the same idea with [`Pack`]s as the
 //! nodes:
 //!
-//! - a list that fits one node is that one pack, held directly (8 bytes, no box: `Value`
-//!   stays 24 bytes), so ten short items cost one allocation of about 140 bytes;
-//! - a larger list is a box holding a deque of packs and the total length. Pushes and
-//!   pops at either end touch one end node; reads by index skip whole nodes by their
-//!   counts, from whichever end is nearer.
+//! - a list of up to [`SINGLE_MAX_ENTRIES`] elements that fits one node is that one pack,
+//!   held directly (8 bytes, no box: `Value` stays 24 bytes), so ten short items cost one
+//!   allocation of about 140 bytes;
+//! - a larger list is a box holding a deque of packs, the total length and the offsets
+//!   of the tail node's last elements. Pushes and pops at either end touch one end node;
+//!   reads by index skip whole nodes by their counts, from whichever end is nearer.
 //!
-//! A node takes another element while Redis' `_quicklistNodeAllowInsert` would let it:
-//! with a negative `list-max-listpack-size` its bytes stay within 4..64 KiB, with a
-//! positive one its entries stay within that count and its bytes within 8 KiB
-//! (`SIZE_SAFETY_LIMIT`). An element too large for any node gets a node of its own, as in
+//! A node takes another element while Redis' `_quicklistNodeAllowInsert` would let it
+//! (with a negative `list-max-listpack-size` its bytes stay within 4..64 KiB, with a
+//! positive one its entries stay within that count and its bytes within 8 KiB,
+//! `SIZE_SAFETY_LIMIT`), and while it stays within [`NODE_MAX_BYTES`]. An element too large for any node gets a node of its own, as in
 //! Redis (which also keeps elements of 1 GiB and more "plain"; the RDB encoder does).
-//! On top of that a node holds at most [`NODE_MAX_ENTRIES`] elements: a pack reads forward
-//! only, so a pop from the tail scans its node, and that bound keeps RPOP's scan short.
+//! A pack reads forward only, so finding the last element of a node scans it: the box
+//! remembers where the tail node's last elements start ([`TailOffsets`]), so RPOP decodes
+//! a couple of elements on average.
 //! Changes in the middle (LINSERT, LSET, LREM) split a node that outgrew the limit and
 //! merge neighbours that fit together again, as quicklist does.
 //!
@@ -33,10 +35,17 @@ use crate::value::parse_i64_strict;
 /// Redis' byte limit on a node whose size is given in entries.
 const SIZE_SAFETY_LIMIT: usize = 8192;
 
-/// The most elements a node holds, whatever `list-max-listpack-size` allows: RPOP scans
-/// the tail node from its front (a pack has no back-pointers), so this bounds that scan.
-/// Each node costs 16 bytes (its header and its pointer), under 1% of 128 short items.
-pub const NODE_MAX_ENTRIES: usize = 128;
+/// The most elements a list holds in the unboxed single-pack form: there a pop from the
+/// tail scans the whole pack (there is no room to remember offsets).
+pub const SINGLE_MAX_ENTRIES: usize = 128;
+
+/// How many offsets of the tail node's last elements a boxed list remembers.
+pub const TAIL_OFFSETS: usize = 16;
+
+/// The most bytes a node takes, whatever `list-max-listpack-size` allows: LPUSH moves the
+/// head node's bytes (as Redis' listpack insert does), and 2 KiB nodes keep that short
+/// while costing 16 bytes per node (under 1%) and filling jemalloc's size classes.
+pub const NODE_MAX_BYTES: usize = 2048;
 
 /// How large one node may grow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,12 +64,8 @@ impl NodeLimit {
     pub fn from_config(size: i64) -> NodeLimit {
         let (entries, bytes) = compact::list_node_limit(size);
         NodeLimit {
-            entries: entries.min(NODE_MAX_ENTRIES),
-            bytes: if bytes == usize::MAX {
-                SIZE_SAFETY_LIMIT
-            } else {
-                bytes
-            },
+            entries,
+            bytes: bytes.min(SIZE_SAFETY_LIMIT).min(NODE_MAX_BYTES),
         }
     }
 
@@ -121,6 +126,80 @@ struct Nodes {
     nodes: VecDeque<Pack>,
     /// Elements in all nodes.
     len: usize,
+    tail: TailOffsets,
+}
+
+/// Where the tail node's last elements start, so RPOP need not scan the whole node (a
+/// pack reads forward only). `recent` holds the offsets of its last few elements, in
+/// order; `marks` the offsets of every [`MARK_STRIDE`]th element from its front. When
+/// `recent` runs out, a scan from the last mark still inside the node refills it (and
+/// adds marks as it goes), so a pop decodes a couple of elements on average. RPUSH
+/// appends to `recent`; any other change to the tail node forgets both.
+#[derive(Clone, Default)]
+struct TailOffsets {
+    recent: [u32; TAIL_OFFSETS],
+    recent_len: u32,
+    marks: Vec<u32>,
+}
+
+/// Elements between two marks.
+const MARK_STRIDE: usize = 16;
+
+impl TailOffsets {
+    fn forget(&mut self) {
+        self.recent_len = 0;
+        self.marks = Vec::new();
+    }
+
+    /// An element was appended to the tail node at byte `at`.
+    fn pushed(&mut self, at: usize) {
+        let len = self.recent_len as usize;
+        if len == 0 {
+            return;
+        }
+        if len == TAIL_OFFSETS {
+            self.recent.copy_within(1.., 0);
+            self.recent[len - 1] = at as u32;
+        } else {
+            self.recent[len] = at as u32;
+            self.recent_len += 1;
+        }
+    }
+
+    /// The offset of the tail node's last element, which the caller then removes.
+    fn pop(&mut self, node: &Pack) -> usize {
+        if self.recent_len == 0 {
+            self.refill(node);
+        }
+        self.recent_len -= 1;
+        self.recent[self.recent_len as usize] as usize
+    }
+
+    fn refill(&mut self, node: &Pack) {
+        let end = node.data_len();
+        while self.marks.last().is_some_and(|&m| m as usize >= end) {
+            self.marks.pop();
+        }
+        if self.marks.is_empty() {
+            self.marks.push(0);
+        }
+        let mut at = *self.marks.last().expect("a mark") as usize;
+        let mut ring = [0u32; TAIL_OFFSETS];
+        let mut seen = 0;
+        while at < end {
+            if seen > 0 && seen % MARK_STRIDE == 0 {
+                self.marks.push(at as u32);
+            }
+            ring[seen % TAIL_OFFSETS] = at as u32;
+            seen += 1;
+            at += node.at(at).1;
+        }
+        let keep = seen.min(TAIL_OFFSETS);
+        for i in 0..keep {
+            self.recent[i] = ring[(seen - keep + i) % TAIL_OFFSETS];
+        }
+        self.recent_len = keep as u32;
+    }
 }
 
 impl Default for List {
@@ -172,6 +251,7 @@ impl List {
             Repr::Nodes(nodes) => {
                 std::mem::size_of::<Nodes>()
                     + nodes.nodes.capacity() * std::mem::size_of::<Pack>()
+                    + nodes.tail.marks.capacity() * 4
                     + nodes.nodes.iter().map(Pack::heap_bytes).sum::<usize>()
             }
         }
@@ -215,10 +295,22 @@ impl List {
         }
     }
 
-    /// Goes back to the single-pack form once one node (or none) is left.
+    /// Forgets the tail node's offsets (before a change other than a push or pop there).
+    fn forget_tail(&mut self) {
+        if let Repr::Nodes(nodes) = &mut self.repr {
+            nodes.tail.forget();
+        }
+    }
+
+    /// Goes back to the single-pack form once one small node (or none) is left.
     fn settle(&mut self) {
         if let Repr::Nodes(nodes) = &mut self.repr {
-            if nodes.nodes.len() <= 1 {
+            let small = match nodes.nodes.len() {
+                0 => true,
+                1 => nodes.nodes[0].len() <= SINGLE_MAX_ENTRIES,
+                _ => false,
+            };
+            if small {
                 let pack = nodes.nodes.pop_front().unwrap_or_default();
                 self.repr = Repr::Single(pack);
             }
@@ -230,6 +322,9 @@ impl List {
         if let Repr::Nodes(nodes) = &mut self.repr {
             debug_assert!(nodes.nodes[k].is_empty());
             nodes.nodes.remove(k);
+            if k == nodes.nodes.len() {
+                nodes.tail.forget();
+            }
         }
     }
 
@@ -244,58 +339,60 @@ impl List {
     fn push_back_within(&mut self, item: &[u8], limit: NodeLimit) {
         let elem = Elem::Bytes(item);
         let size = elem.encoded_len();
-        match &mut self.repr {
-            Repr::Single(pack) if pack.is_empty() || limit.allows(pack, size, 1) => {
+        if let Repr::Single(pack) = &mut self.repr {
+            if pack.is_empty() || (pack.len() < SINGLE_MAX_ENTRIES && limit.allows(pack, size, 1)) {
                 pack.insert_one(pack.data_len(), elem);
                 return;
             }
-            Repr::Nodes(nodes) => {
-                if let Some(tail) = nodes.nodes.back_mut() {
-                    if limit.allows(tail, size, 1) {
-                        tail.insert_one(tail.data_len(), elem);
-                        nodes.len += 1;
-                        return;
-                    }
-                }
+        }
+        let nodes = self.make_nodes();
+        nodes.len += 1;
+        if let Some(tail) = nodes.nodes.back_mut() {
+            if limit.allows(tail, size, 1) {
+                let at = tail.data_len();
+                tail.insert_one(at, elem);
+                nodes.tail.pushed(at);
+                return;
             }
-            Repr::Single(_) => {}
         }
         let mut node = Pack::new();
         node.insert_one(0, elem);
-        let nodes = self.make_nodes();
         nodes.nodes.push_back(node);
-        nodes.len += 1;
+        nodes.tail.forget();
     }
 
     fn push_front_within(&mut self, item: &[u8], limit: NodeLimit) {
         let elem = Elem::Bytes(item);
         let size = elem.encoded_len();
-        match &mut self.repr {
-            Repr::Single(pack) if pack.is_empty() || limit.allows(pack, size, 1) => {
+        if let Repr::Single(pack) = &mut self.repr {
+            if pack.is_empty() || (pack.len() < SINGLE_MAX_ENTRIES && limit.allows(pack, size, 1)) {
                 pack.insert_one(0, elem);
                 return;
             }
-            Repr::Nodes(nodes) => {
-                if let Some(head) = nodes.nodes.front_mut() {
-                    if limit.allows(head, size, 1) {
-                        head.insert_one(0, elem);
-                        nodes.len += 1;
-                        return;
-                    }
-                }
+        }
+        let nodes = self.make_nodes();
+        nodes.len += 1;
+        if nodes.nodes.len() == 1 {
+            // The head is the tail: its offsets move.
+            nodes.tail.forget();
+        }
+        if let Some(head) = nodes.nodes.front_mut() {
+            if limit.allows(head, size, 1) {
+                head.insert_one(0, elem);
+                return;
             }
-            Repr::Single(_) => {}
         }
         let mut node = Pack::new();
         node.insert_one(0, elem);
-        let nodes = self.make_nodes();
         nodes.nodes.push_front(node);
-        nodes.len += 1;
     }
 
     pub fn pop_front(&mut self) -> Option<Vec<u8>> {
         if self.is_empty() {
             return None;
+        }
+        if self.node_count() == 1 {
+            self.forget_tail();
         }
         let node = self.node_mut(0);
         let (elem, size) = node.at(0);
@@ -305,6 +402,8 @@ impl List {
         self.adjust_len(0, 1);
         if emptied {
             self.remove_empty_node(0);
+        }
+        if emptied || self.node_count() == 1 {
             self.settle();
         }
         Some(item)
@@ -314,15 +413,26 @@ impl List {
         if self.is_empty() {
             return None;
         }
-        let k = self.node_count() - 1;
-        let node = self.node_mut(k);
-        let at = node.last_offset()?;
-        let item = node.at(at).0.to_vec();
-        node.remove_range(at, node.data_len(), 1);
-        let emptied = node.is_empty();
-        self.adjust_len(0, 1);
+        let (item, emptied) = match &mut self.repr {
+            Repr::Single(pack) => {
+                let at = pack.last_offset()?;
+                let item = pack.at(at).0.to_vec();
+                pack.remove_range(at, pack.data_len(), 1);
+                return Some(item);
+            }
+            Repr::Nodes(nodes) => {
+                let node = nodes.nodes.back_mut()?;
+                let at = nodes.tail.pop(node);
+                let item = node.at(at).0.to_vec();
+                node.remove_range(at, node.data_len(), 1);
+                nodes.len -= 1;
+                (item, node.is_empty())
+            }
+        };
         if emptied {
-            self.remove_empty_node(k);
+            self.remove_empty_node(self.node_count() - 1);
+        }
+        if emptied || self.node_count() == 1 {
             self.settle();
         }
         Some(item)
@@ -374,6 +484,7 @@ impl List {
         if index >= self.len() {
             return false;
         }
+        self.forget_tail();
         let (k, i) = self.locate(index);
         let node = self.node_mut(k);
         let at = node.offset_of(i);
@@ -395,6 +506,7 @@ impl List {
         if index == 0 {
             return self.push_front_within(item, limit);
         }
+        self.forget_tail();
         let (k, i) = self.locate(index);
         let node = self.node_mut(k);
         let at = node.offset_of(i);
@@ -462,6 +574,7 @@ impl List {
     }
 
     fn remove_matching_within(&mut self, wanted: &[u8], count: i64, limit: NodeLimit) -> usize {
+        self.forget_tail();
         let matcher = Matcher::new(wanted);
         let limit_count = if count == 0 {
             usize::MAX
@@ -507,6 +620,7 @@ impl List {
     /// LTRIM: keeps the elements `first..=last` (in range, `first <= last`).
     pub fn trim(&mut self, first: usize, last: usize) {
         assert!(first <= last && last < self.len(), "trim outside the list");
+        self.forget_tail();
         let mut drop_back = self.len() - 1 - last;
         while drop_back > 0 {
             let k = self.node_count() - 1;
@@ -566,6 +680,7 @@ impl List {
             }
         }
         let nodes = self.make_nodes();
+        nodes.tail.forget();
         nodes.len += pack.len();
         if limit.fits(&pack) {
             nodes.nodes.push_back(pack);
@@ -602,6 +717,29 @@ impl List {
             node: k,
             inner,
             remaining: self.len() - index,
+        }
+    }
+
+    /// Calls `f` with `count` elements from `first` on (LRANGE's loop, without an
+    /// iterator's bookkeeping per element).
+    pub fn for_each_in(&self, first: usize, count: usize, mut f: impl FnMut(Elem<'_>)) {
+        if count == 0 || first >= self.len() {
+            return;
+        }
+        let (mut k, index) = self.locate(first);
+        let mut remaining = count.min(self.len() - first);
+        let mut offset = self.node(k).offset_of(index);
+        loop {
+            self.node(k).for_each_from(offset, |elem| {
+                f(elem);
+                remaining -= 1;
+                remaining > 0
+            });
+            offset = 0;
+            if remaining == 0 {
+                return;
+            }
+            k += 1;
         }
     }
 

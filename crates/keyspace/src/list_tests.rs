@@ -18,7 +18,29 @@ fn check_shape(list: &List, limit: NodeLimit) {
         assert!(limit.fits(node), "a node over the limit: {node:?}");
     }
     if let Repr::Nodes(nodes) = &list.repr {
-        assert!(nodes.nodes.len() >= 2, "a boxed list of one node");
+        let one_small = nodes.nodes.len() == 1 && nodes.nodes[0].len() <= SINGLE_MAX_ENTRIES;
+        assert!(
+            nodes.nodes.len() >= 2 || !one_small,
+            "a boxed list that fits the single form"
+        );
+        // The remembered offsets are the tail node's last ones.
+        let tail = nodes.nodes.back().unwrap();
+        let offsets: Vec<usize> = tail.iter_offsets().map(|(at, _)| at).collect();
+        let known: Vec<usize> = nodes.tail.recent[..nodes.tail.recent_len as usize]
+            .iter()
+            .map(|&at| at as usize)
+            .collect();
+        assert_eq!(&offsets[offsets.len() - known.len()..], &known[..]);
+        // Every mark is an element's start (those past the end are dropped when read).
+        for &mark in &nodes.tail.marks {
+            let mark = mark as usize;
+            assert!(
+                mark >= tail.data_len() || offsets.contains(&mark),
+                "mark {mark}"
+            );
+        }
+    } else {
+        assert!(list.len() <= SINGLE_MAX_ENTRIES);
     }
 }
 
@@ -37,19 +59,36 @@ fn ten_short_items_are_one_small_pack() {
 }
 
 #[test]
+fn rpop_drains_a_big_node_through_the_remembered_offsets() {
+    let limit = NodeLimit::from_config(-2);
+    let mut list = List::new();
+    for i in 0..6000 {
+        list.push_back_within(format!("{}", i % 300).as_bytes(), limit);
+    }
+    assert!(list.node_count() >= 2);
+    for i in (0..6000).rev() {
+        assert_eq!(list.pop_back(), Some(format!("{}", i % 300).into_bytes()));
+        if i % 97 == 0 {
+            check_shape(&list, limit);
+        }
+    }
+    assert!(list.is_empty());
+}
+
+#[test]
 fn limits_read_as_redis_does() {
     assert_eq!(
         NodeLimit::from_config(-2),
         NodeLimit {
-            entries: NODE_MAX_ENTRIES,
-            bytes: 8192
+            entries: usize::MAX,
+            bytes: NODE_MAX_BYTES
         }
     );
     assert_eq!(
         NodeLimit::from_config(5),
         NodeLimit {
             entries: 5,
-            bytes: SIZE_SAFETY_LIMIT
+            bytes: NODE_MAX_BYTES
         }
     );
 }
@@ -74,6 +113,7 @@ fn pops_walk_through_nodes_from_both_ends() {
         list.push_back_within(i.to_string().as_bytes(), limit);
     }
     assert_eq!(list.node_count(), 4);
+    check_shape(&list, limit);
     assert_eq!(list.pop_back(), Some(b"9".to_vec()));
     assert_eq!(list.pop_front(), Some(b"0".to_vec()));
     let rest: Vec<Vec<u8>> = std::iter::from_fn(|| list.pop_back()).collect();
@@ -95,6 +135,10 @@ enum Op {
     Trim(usize, usize),
     Range(usize, usize),
     PushNode(Vec<Vec<u8>>),
+    /// Many small pushes at one end (true: the tail), past the single-pack form.
+    PushMany(bool, usize),
+    /// Many pops from one end, through the remembered tail offsets.
+    PopMany(bool, usize),
 }
 
 fn element() -> impl Strategy<Value = Vec<u8>> {
@@ -118,6 +162,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Op::Trim(a, b)),
         1 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Op::Range(a, b)),
         1 => proptest::collection::vec(element(), 1..8).prop_map(Op::PushNode),
+        1 => (any::<bool>(), 1usize..300).prop_map(|(b, n)| Op::PushMany(b, n)),
+        1 => (any::<bool>(), 1usize..100).prop_map(|(b, n)| Op::PopMany(b, n)),
     ]
 }
 
@@ -127,7 +173,7 @@ fn limit() -> impl Strategy<Value = NodeLimit> {
         Just(NodeLimit::from_config(-1)),
         // A tiny byte limit, below what the config allows, to split often by size.
         (16usize..200).prop_map(|bytes| NodeLimit {
-            entries: NODE_MAX_ENTRIES,
+            entries: usize::MAX,
             bytes
         }),
     ]
@@ -210,12 +256,33 @@ fn apply(list: &mut List, model: &mut VecDeque<Vec<u8>>, op: Op, limit: NodeLimi
             list.push_node_within(pack, limit);
             model.extend(items);
         }
+        Op::PushMany(back, n) => {
+            for i in 0..n {
+                let item = format!("{}", i % 9).into_bytes();
+                if back {
+                    list.push_back_within(&item, limit);
+                    model.push_back(item);
+                } else {
+                    list.push_front_within(&item, limit);
+                    model.push_front(item);
+                }
+            }
+        }
+        Op::PopMany(back, n) => {
+            for _ in 0..n {
+                if back {
+                    assert_eq!(list.pop_back(), model.pop_back());
+                } else {
+                    assert_eq!(list.pop_front(), model.pop_front());
+                }
+            }
+        }
         Op::Trim(..) | Op::Range(..) => {}
     }
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
+    #![proptest_config(ProptestConfig::with_cases(120))]
     #[test]
     fn behaves_as_a_deque_of_strings(
         limit in limit(),

@@ -545,6 +545,28 @@ impl Pack {
         self.data_mut()[old_len..].copy_from_slice(other.data());
     }
 
+    /// Calls `f` with each element from byte `offset` on while it returns true; returns
+    /// the offset it stopped at (after the element `f` refused, or the end).
+    #[inline]
+    pub fn for_each_from(&self, mut offset: usize, mut f: impl FnMut(Elem<'_>) -> bool) -> usize {
+        let data = self.data();
+        while offset < data.len() {
+            let first = data[offset];
+            // Short strings first: the common case, decoded inline.
+            let (elem, size) = if first & 0xc0 == 0x80 {
+                let len = (first & 0x3f) as usize;
+                (Elem::Bytes(&data[offset + 1..offset + 1 + len]), 1 + len)
+            } else {
+                decode(&data[offset..])
+            };
+            offset += size;
+            if !f(elem) {
+                break;
+            }
+        }
+        offset
+    }
+
     /// Keeps the elements `keep` accepts, in order, and returns how many it removed.
     pub fn retain(&mut self, mut keep: impl FnMut(Elem<'_>) -> bool) -> usize {
         let (mut read, mut write, mut removed) = (0, 0, 0);

@@ -98,6 +98,7 @@ fn push_at(list: &mut List, end: End, element: &[u8]) {
 }
 
 /// Answers one element as a bulk string.
+#[inline]
 fn reply_elem(reply: &mut Reply, elem: Elem<'_>) {
     match elem {
         Elem::Bytes(bytes) => reply.bulk(bytes),

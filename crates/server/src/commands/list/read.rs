@@ -22,9 +22,10 @@ pub(super) fn lrange(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             None => ctx.reply.array(0),
             Some((first, last)) => {
                 ctx.reply.array(last - first + 1);
-                for element in list.iter_from(first).take(last - first + 1) {
-                    reply_elem(ctx.reply, element);
-                }
+                let reply = &mut *ctx.reply;
+                list.for_each_in(first, last - first + 1, |element| {
+                    reply_elem(reply, element)
+                });
             }
         },
     }
