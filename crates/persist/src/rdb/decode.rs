@@ -184,8 +184,16 @@ fn parse_double(text: &[u8]) -> Option<f64> {
 /// A list of a ziplist's or listpack's elements, in order.
 fn list_of(elements: &[Element<'_>]) -> List {
     let mut list = List::new();
-    list.push_node(Pack::from_elems(elements.iter().map(|e| e.to_elem())));
+    list.push_node(pack_of(elements));
     list
+}
+
+/// One pack of these elements, written in one go (one allocation, not one per element).
+fn pack_of(elements: &[Element<'_>]) -> Pack {
+    let elems: Vec<Elem<'_>> = elements.iter().map(|e| e.to_elem()).collect();
+    let mut pack = Pack::new();
+    pack.insert_at(0, &elems);
+    pack
 }
 
 fn capacity(claimed: u64) -> usize {
@@ -353,7 +361,7 @@ pub(crate) fn read_object<R: Read>(
                     listpack::parse(&blob)
                 }
                 .map_err(|e| input.corrupt(e))?;
-                list.push_node(Pack::from_elems(elements.iter().map(|e| e.to_elem())));
+                list.push_node(pack_of(&elements));
             }
             Value::List(list)
         }
