@@ -10,6 +10,7 @@
 //! - [`pack`]: a run of small elements in one allocation, the compact form of small
 //!   hashes, sorted sets and lists.
 //! - [`set`]: the set value (an intset or a hashtable, as Redis 7.0).
+//! - [`list`]: the list value, packs in a deque (Redis' quicklist).
 //! - [`zset`]: the sorted set value.
 //! - [`stream`]: the stream value.
 //! - [`thin`]: an immutable byte string behind one 8-byte pointer.
@@ -20,6 +21,7 @@ pub mod compact;
 pub mod glob;
 pub mod keyspace;
 pub mod lazyfree;
+pub mod list;
 pub mod pack;
 pub mod set;
 pub mod slot;
@@ -34,6 +36,7 @@ pub use keyspace::{
     record, Effects, EvictionCandidate, KeyEvent, KeyEvents, KeyWaiter, Keyspace, Locked, LongWait,
     Snapshot, Tracked, TrackedChanges, Woken,
 };
+pub use list::List;
 pub use pack::{Elem, Pack};
 pub use set::Set;
 pub use slot::Slot;

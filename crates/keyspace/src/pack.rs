@@ -499,6 +499,99 @@ impl Pack {
     pub fn clear(&mut self) {
         self.resize(0, 0);
     }
+
+    /// Inserts one element before the element at byte `offset` (`data_len()` appends),
+    /// without the temporary that [`Pack::insert_at`] builds.
+    pub fn insert_one(&mut self, offset: usize, elem: Elem<'_>) {
+        let size = elem.encoded_len();
+        let old_len = self.data_len();
+        assert!(offset <= old_len);
+        let count = self.len() + 1;
+        self.resize(old_len + size, count);
+        let data = self.data_mut();
+        data.copy_within(offset..old_len, offset + size);
+        Encoded::of(elem).write(&mut data[offset..offset + size]);
+    }
+
+    /// The byte offset of the last element (a scan from the front), `None` when empty.
+    pub fn last_offset(&self) -> Option<usize> {
+        self.iter_offsets().last().map(|(at, _)| at)
+    }
+
+    /// Removes the bytes `start..end`, which hold `count` whole elements (offsets from
+    /// [`Pack::iter_offsets`] or [`Pack::offset_of`]).
+    pub fn remove_range(&mut self, start: usize, end: usize, count: usize) {
+        assert!(start <= end && end <= self.data_len() && count <= self.len());
+        self.remove_bytes(start, end, count);
+    }
+
+    /// Moves the elements from byte `offset` on (`index` of them before it) into a new
+    /// pack, which it returns.
+    pub fn split_off(&mut self, offset: usize, index: usize) -> Pack {
+        let old_len = self.data_len();
+        let count = self.len();
+        assert!(offset <= old_len && index <= count);
+        let mut tail = Pack::new();
+        tail.resize(old_len - offset, count - index);
+        tail.data_mut().copy_from_slice(&self.data()[offset..]);
+        self.resize(offset, index);
+        tail
+    }
+
+    /// Appends every element of `other`, in order.
+    pub fn append(&mut self, other: &Pack) {
+        let old_len = self.data_len();
+        self.resize(old_len + other.data_len(), self.len() + other.len());
+        self.data_mut()[old_len..].copy_from_slice(other.data());
+    }
+
+    /// Calls `f` with each element from byte `offset` on while it returns true; returns
+    /// the offset it stopped at (after the element `f` refused, or the end).
+    #[inline]
+    pub fn for_each_from(&self, mut offset: usize, mut f: impl FnMut(Elem<'_>) -> bool) -> usize {
+        let data = self.data();
+        while offset < data.len() {
+            let first = data[offset];
+            // Short strings first: the common case, decoded inline.
+            let (elem, size) = if first & 0xc0 == 0x80 {
+                let len = (first & 0x3f) as usize;
+                (Elem::Bytes(&data[offset + 1..offset + 1 + len]), 1 + len)
+            } else {
+                decode(&data[offset..])
+            };
+            offset += size;
+            if !f(elem) {
+                break;
+            }
+        }
+        offset
+    }
+
+    /// Keeps the elements `keep` accepts, in order, and returns how many it removed.
+    pub fn retain(&mut self, mut keep: impl FnMut(Elem<'_>) -> bool) -> usize {
+        let (mut read, mut write, mut removed) = (0, 0, 0);
+        let len = self.data_len();
+        while read < len {
+            let (kept, size) = {
+                let (elem, size) = decode(&self.data()[read..]);
+                (keep(elem), size)
+            };
+            if kept {
+                if write != read {
+                    self.data_mut().copy_within(read..read + size, write);
+                }
+                write += size;
+            } else {
+                removed += 1;
+            }
+            read += size;
+        }
+        if removed > 0 {
+            let count = self.len() - removed;
+            self.resize(write, count);
+        }
+        removed
+    }
 }
 
 impl Default for Pack {
@@ -695,6 +788,74 @@ mod tests {
                 prop_assert_eq!(strings(&pack), model.clone());
                 let copy = pack.clone();
                 prop_assert_eq!(&copy, &pack);
+            }
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum SplitOp {
+        InsertOne(usize, Vec<u8>),
+        SplitAppend(usize),
+        RemoveRange(usize, usize),
+        RetainNot(Vec<u8>),
+    }
+
+    fn split_op() -> impl Strategy<Value = SplitOp> {
+        prop_oneof![
+            (any::<usize>(), element()).prop_map(|(i, e)| SplitOp::InsertOne(i, e)),
+            any::<usize>().prop_map(SplitOp::SplitAppend),
+            (any::<usize>(), 0usize..4).prop_map(|(i, n)| SplitOp::RemoveRange(i, n)),
+            (0i64..4).prop_map(|n| SplitOp::RetainNot(n.to_string().into_bytes())),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn split_append_retain_and_last_agree_with_a_vector(
+            ops in proptest::collection::vec(split_op(), 1..40)
+        ) {
+            let mut pack = Pack::new();
+            let mut model: Vec<Vec<u8>> = Vec::new();
+            for op in ops {
+                match op {
+                    SplitOp::InsertOne(i, e) => {
+                        let index = i % (model.len() + 1);
+                        pack.insert_one(pack.offset_of(index), Elem::Bytes(&e));
+                        model.insert(index, e);
+                    }
+                    SplitOp::SplitAppend(i) => {
+                        let index = i % (model.len() + 1);
+                        let mut tail = pack.split_off(pack.offset_of(index), index);
+                        prop_assert_eq!(pack.len(), index);
+                        prop_assert_eq!(strings(&tail), model[index..].to_vec());
+                        prop_assert_eq!(strings(&pack), model[..index].to_vec());
+                        // Put it back together, the other way round once.
+                        std::mem::swap(&mut pack, &mut tail);
+                        let head = tail;
+                        let mut joined = head;
+                        joined.append(&pack);
+                        pack = joined;
+                    }
+                    SplitOp::RemoveRange(i, n) => {
+                        let index = i % (model.len() + 1);
+                        let n = n.min(model.len() - index);
+                        let start = pack.offset_of(index);
+                        let end = pack.offset_of(index + n);
+                        pack.remove_range(start, end, n);
+                        model.drain(index..index + n);
+                    }
+                    SplitOp::RetainNot(unwanted) => {
+                        let removed = pack.retain(|e| !e.eq_bytes(&unwanted));
+                        let before = model.len();
+                        model.retain(|e| *e != unwanted);
+                        prop_assert_eq!(removed, before - model.len());
+                    }
+                }
+                prop_assert_eq!(pack.len(), model.len());
+                prop_assert_eq!(strings(&pack), model.clone());
+                let last = pack.last_offset().map(|at| pack.at(at).0.to_vec());
+                prop_assert_eq!(last, model.last().cloned());
             }
         }
     }

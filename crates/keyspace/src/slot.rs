@@ -319,7 +319,6 @@ impl fmt::Debug for Slot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::VecDeque;
 
     fn deadline(ms: i64) -> Option<Deadline> {
         let now = Now {
@@ -356,7 +355,7 @@ mod tests {
                 assert_eq!(slot.deadline(), start);
                 assert_eq!(slot.access_s(), 7);
                 slot.set_access_s(9);
-                *slot.value_mut() = Value::List(Box::new(VecDeque::from([b"a".to_vec()])));
+                *slot.value_mut() = Value::List(crate::List::from(vec![b"a".to_vec()]));
                 // Gaining a deadline may move the key; everything else stays.
                 slot.set_deadline(deadline(20));
                 assert_eq!(slot.deadline(), deadline(20));

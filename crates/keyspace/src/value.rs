@@ -1,8 +1,9 @@
 //! What a key holds.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 use crate::clock::Deadline;
+use crate::list::List;
 use crate::set::Set;
 use crate::stream::Stream;
 use crate::zset::SortedSet;
@@ -14,7 +15,8 @@ use crate::zset::SortedSet;
 pub enum Value {
     /// A binary-safe string.
     Str(Vec<u8>),
-    List(Box<VecDeque<Vec<u8>>>),
+    /// A list: one pack when small, else a boxed deque of packs (16 bytes either way).
+    List(List),
     Set(Set),
     Hash(Box<HashMap<Vec<u8>, Vec<u8>>>),
     ZSet(Box<SortedSet>),
@@ -123,7 +125,7 @@ impl Value {
     pub fn heap_bytes(&self) -> usize {
         match self {
             Value::Str(bytes) => bytes.capacity(),
-            Value::List(items) => items.iter().map(|i| i.capacity() + 24).sum::<usize>(),
+            Value::List(list) => list.heap_bytes(),
             Value::Set(set) => set.heap_bytes(),
             Value::Hash(fields) => fields
                 .iter()
@@ -139,8 +141,10 @@ impl Value {
     pub fn free_effort(&self) -> usize {
         match self {
             Value::Str(_) => 1,
-            Value::List(items) => items.len(),
-            Value::Set(members) => members.len(),
+            // As Redis counts: a node of a list, one allocation for an intset.
+            Value::List(list) => list.node_count(),
+            Value::Set(set) if set.is_intset() => 1,
+            Value::Set(set) => set.len(),
             Value::Hash(fields) => fields.len(),
             Value::ZSet(set) => set.len(),
             Value::Stream(stream) => stream.len(),

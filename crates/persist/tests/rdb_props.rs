@@ -38,7 +38,7 @@ fn list() -> impl Strategy<Value = Value> {
         proptest::collection::vec(bytes(), 1..20),
         proptest::collection::vec(bytes(), 1..600),
     ]
-    .prop_map(|items| Value::List(Box::new(VecDeque::from(items))))
+    .prop_map(|items| Value::List(VecDeque::from(items).into()))
 }
 
 fn set() -> impl Strategy<Value = Value> {

@@ -225,7 +225,7 @@ fn assert_matches(conn: &mut Conn, key: &[u8], value: &Value, expire: Option<i64
                 .call(&[&b"LRANGE"[..], key, b"0", b"-1"])
                 .bulks()
                 .into();
-            assert_eq!(&got, &**items, "{name}");
+            assert_eq!(got, VecDeque::from(items.to_vecs()), "{name}");
         }
         Value::Set(members) => {
             let got: HashSet<Vec<u8>> = conn
@@ -693,6 +693,7 @@ fn latch_rdb_loads_in_redis() {
         };
         let pushed = format!("{key}:pushed");
         let mut args: Vec<&[u8]> = vec![b"RPUSH", pushed.as_bytes()];
+        let items = items.to_vecs();
         args.extend(items.iter().map(Vec::as_slice));
         conn.ok(&args);
         assert_eq!(

@@ -72,6 +72,27 @@ fn scenario(server: &Server) -> Vec<String> {
     seen.push(format!("EXISTS big after UNLINK: {exists}"));
     step(&mut seen, &mut conn, "after UNLINK");
 
+    // Packed values are one allocation or a few nodes however many elements they hold:
+    // an intset of 500 integers and a list of 1,000 short items are freed at once.
+    let ints: Vec<i64> = (0..500).collect();
+    let _: () = redis::cmd("SADD")
+        .arg("ints")
+        .arg(&ints)
+        .query(&mut conn)
+        .unwrap();
+    let items: Vec<String> = (0..1000).map(|i| format!("item-{i}")).collect();
+    let _: () = redis::cmd("RPUSH")
+        .arg("items")
+        .arg(&items)
+        .query(&mut conn)
+        .unwrap();
+    let _: i64 = redis::cmd("UNLINK")
+        .arg("ints")
+        .arg("items")
+        .query(&mut conn)
+        .unwrap();
+    step(&mut seen, &mut conn, "after UNLINK of packed values");
+
     // DEL frees in place, unless lazyfree-lazy-user-del.
     big_set(&mut conn, "big");
     let _: i64 = redis::cmd("DEL").arg("big").query(&mut conn).unwrap();

@@ -4,10 +4,10 @@
 //! actually arrives), every loop consumes input, and each structure is checked the way
 //! Redis' deep sanitization checks it, so a bad file gives an error, never a panic.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io::{ErrorKind, Read};
 
-use latch_keyspace::{Set, SortedSet, Value};
+use latch_keyspace::{Elem, List, Pack, Set, SortedSet, Value};
 
 use super::encode::{is_empty_collection, CONTAINER_PACKED, CONTAINER_PLAIN};
 use super::listpack::{self, Element};
@@ -181,6 +181,21 @@ fn parse_double(text: &[u8]) -> Option<f64> {
     std::str::from_utf8(text).ok()?.trim().parse().ok()
 }
 
+/// A list of a ziplist's or listpack's elements, in order.
+fn list_of(elements: &[Element<'_>]) -> List {
+    let mut list = List::new();
+    list.push_node(pack_of(elements));
+    list
+}
+
+/// One pack of these elements, written in one go (one allocation, not one per element).
+fn pack_of(elements: &[Element<'_>]) -> Pack {
+    let elems: Vec<Elem<'_>> = elements.iter().map(|e| e.to_elem()).collect();
+    let mut pack = Pack::new();
+    pack.insert_at(0, &elems);
+    pack
+}
+
 fn capacity(claimed: u64) -> usize {
     claimed.min(MAX_PREALLOC as u64) as usize
 }
@@ -195,11 +210,11 @@ pub(crate) fn read_object<R: Read>(
         types::STRING => Value::Str(input.read_string()?),
         types::LIST => {
             let len = input.read_len()?;
-            let mut items = VecDeque::with_capacity(capacity(len));
+            let mut list = List::new();
             for _ in 0..len {
-                items.push_back(input.read_string()?);
+                list.push_back(&input.read_string()?);
             }
-            Value::List(items.into())
+            Value::List(list)
         }
         types::SET => {
             let len = input.read_len()?;
@@ -257,9 +272,7 @@ pub(crate) fn read_object<R: Read>(
         types::LIST_ZIPLIST => {
             let blob = input.read_string()?;
             let elements = ziplist::parse(&blob).map_err(|e| input.corrupt(e))?;
-            Value::List(Box::new(
-                elements.into_iter().map(Element::to_bytes).collect(),
-            ))
+            Value::List(list_of(&elements))
         }
         types::SET_INTSET => {
             let blob = input.read_string()?;
@@ -324,7 +337,7 @@ pub(crate) fn read_object<R: Read>(
         }
         types::LIST_QUICKLIST | types::LIST_QUICKLIST_2 => {
             let nodes = input.read_len()?;
-            let mut items = VecDeque::new();
+            let mut list = List::new();
             for _ in 0..nodes {
                 let container = if kind == types::LIST_QUICKLIST_2 {
                     input.read_len()?
@@ -339,7 +352,7 @@ pub(crate) fn read_object<R: Read>(
                     return Err(input.corrupt("empty quicklist node"));
                 }
                 if container == CONTAINER_PLAIN {
-                    items.push_back(blob);
+                    list.push_node(Pack::from_elems([Elem::Bytes(&blob)]));
                     continue;
                 }
                 let elements = if kind == types::LIST_QUICKLIST {
@@ -348,9 +361,9 @@ pub(crate) fn read_object<R: Read>(
                     listpack::parse(&blob)
                 }
                 .map_err(|e| input.corrupt(e))?;
-                items.extend(elements.into_iter().map(Element::to_bytes));
+                list.push_node(pack_of(&elements));
             }
-            Value::List(items.into())
+            Value::List(list)
         }
         types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 | types::STREAM_LISTPACKS_3 => {
             Value::Stream(Box::new(stream::read_stream(input, kind)?))

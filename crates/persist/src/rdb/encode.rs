@@ -3,9 +3,9 @@
 //! Encoders write into a [`Sink`], which cannot fail: the file writer buffers and keeps the
 //! first I/O error for later, so the encoders need no error paths.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
-use latch_keyspace::{parse_i64_strict, SortedSet, Value};
+use latch_keyspace::{parse_i64_strict, Elem, List, SortedSet, Value};
 
 use super::{listpack, stream, types};
 use crate::lzf;
@@ -105,7 +105,7 @@ pub(crate) fn put_millis(out: &mut impl Sink, ms: i64) {
 pub(crate) fn is_empty_collection(value: &Value) -> bool {
     match value {
         Value::Str(_) | Value::Stream(_) => false,
-        Value::List(items) => items.is_empty(),
+        Value::List(list) => list.is_empty(),
         Value::Set(members) => members.is_empty(),
         Value::Hash(fields) => fields.is_empty(),
         Value::ZSet(set) => set.is_empty(),
@@ -120,9 +120,9 @@ pub(crate) fn put_typed_value(out: &mut impl Sink, key: Option<&[u8]>, value: &V
             put_header(out, types::STRING, key);
             put_string(out, s);
         }
-        Value::List(items) => {
+        Value::List(list) => {
             put_header(out, types::LIST_QUICKLIST_2, key);
-            put_list(out, items);
+            put_list(out, list);
         }
         Value::Set(members) => match members.intset_bytes() {
             // The intset form holds Redis' intset bytes.
@@ -224,51 +224,90 @@ pub(crate) fn score_text(score: f64) -> String {
     }
 }
 
+/// A quicklist node as the encoder plans it: how many elements go in it.
 enum ListNode {
-    Packed { start: usize, count: usize },
-    Plain(usize),
+    Packed(usize),
+    Plain,
 }
 
-/// A list as a quicklist of listpack nodes, split where Redis would split them.
-fn put_list(out: &mut impl Sink, items: &VecDeque<Vec<u8>>) {
+/// Bytes an element takes in a listpack, backlen included.
+fn listpack_size(elem: Elem<'_>) -> usize {
+    match elem {
+        Elem::Bytes(item) => listpack::element_size(item),
+        Elem::Int(n) => listpack::int_element_size(n),
+        Elem::Float(x) => listpack::element_size(x.to_string().as_bytes()),
+    }
+}
+
+/// Characters in the decimal form of `n`.
+fn decimal_len(n: i64) -> usize {
+    let digits = n
+        .unsigned_abs()
+        .checked_ilog10()
+        .map_or(1, |d| d as usize + 1);
+    digits + usize::from(n < 0)
+}
+
+/// A list as a quicklist of listpack nodes, read straight from the list's own nodes but
+/// cut where Redis would cut them (8 KB listpacks; elements of 1 GiB or more as plain
+/// nodes), so a server that loads the file holds the list as if it had been pushed there.
+fn put_list(out: &mut impl Sink, list: &List) {
     // Plan the nodes first: the node count comes before the nodes.
     let mut nodes = Vec::new();
-    let (mut start, mut count, mut bytes) = (0, 0, listpack::Builder::new().bytes());
-    for (i, item) in items.iter().enumerate() {
-        if item.len() >= LIST_PLAIN_THRESHOLD {
+    let (mut count, mut bytes) = (0, 0);
+    for elem in list.iter() {
+        if elem
+            .as_bytes()
+            .is_some_and(|b| b.len() >= LIST_PLAIN_THRESHOLD)
+        {
             if count > 0 {
-                nodes.push(ListNode::Packed { start, count });
+                nodes.push(ListNode::Packed(count));
             }
-            nodes.push(ListNode::Plain(i));
+            nodes.push(ListNode::Plain);
             count = 0;
             continue;
         }
-        if count > 0 && bytes + item.len() + LIST_ELEMENT_OVERHEAD > LIST_NODE_MAX_BYTES {
-            nodes.push(ListNode::Packed { start, count });
+        let size = listpack_size(elem);
+        // Redis' estimate: the length of the string pushed plus 8 bytes.
+        let estimate = match elem {
+            Elem::Bytes(item) => item.len(),
+            Elem::Int(n) => decimal_len(n),
+            Elem::Float(_) => size,
+        } + LIST_ELEMENT_OVERHEAD;
+        if count > 0 && bytes + estimate > LIST_NODE_MAX_BYTES {
+            nodes.push(ListNode::Packed(count));
             count = 0;
         }
         if count == 0 {
-            start = i;
             bytes = listpack::Builder::new().bytes();
         }
-        bytes += listpack::element_size(item);
+        bytes += size;
         count += 1;
     }
     if count > 0 {
-        nodes.push(ListNode::Packed { start, count });
+        nodes.push(ListNode::Packed(count));
     }
     put_len(out, nodes.len() as u64);
+    let mut elems = list.iter();
     for node in nodes {
         match node {
-            ListNode::Plain(i) => {
+            ListNode::Plain => {
                 put_len(out, CONTAINER_PLAIN);
-                put_string(out, &items[i]);
+                put_string(
+                    out,
+                    elems.next().and_then(Elem::as_bytes).unwrap_or_default(),
+                );
             }
-            ListNode::Packed { start, count } => {
+            ListNode::Packed(count) => {
                 put_len(out, CONTAINER_PACKED);
                 let mut lp = listpack::Builder::new();
-                for item in items.range(start..start + count) {
-                    lp.push(item);
+                for elem in elems.by_ref().take(count) {
+                    match elem {
+                        // A pack keeps every canonical integer as one: bytes are never one.
+                        Elem::Bytes(item) => lp.push_str(item),
+                        Elem::Int(n) => lp.push_int(n),
+                        Elem::Float(x) => lp.push(x.to_string().as_bytes()),
+                    }
                 }
                 put_string(out, &lp.finish());
             }

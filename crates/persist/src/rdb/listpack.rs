@@ -19,7 +19,15 @@ pub(crate) enum Element<'a> {
     Str(&'a [u8]),
 }
 
-impl Element<'_> {
+impl<'a> Element<'a> {
+    /// The element as a pack holds it (both keep canonical integers as integers).
+    pub(crate) fn to_elem(self) -> latch_keyspace::Elem<'a> {
+        match self {
+            Element::Int(v) => latch_keyspace::Elem::Int(v),
+            Element::Str(s) => latch_keyspace::Elem::Bytes(s),
+        }
+    }
+
     /// The element as the string a client would see.
     pub(crate) fn to_bytes(self) -> Vec<u8> {
         match self {
@@ -85,6 +93,12 @@ pub(crate) fn element_size(item: &[u8]) -> usize {
     encoded + backlen_size(encoded)
 }
 
+/// Bytes the integer `v` adds to a listpack, backlen included.
+pub(crate) fn int_element_size(v: i64) -> usize {
+    let encoded = int_encoding_size(v);
+    encoded + backlen_size(encoded)
+}
+
 /// Builds a listpack element by element.
 pub(crate) struct Builder {
     buf: Vec<u8>,
@@ -142,7 +156,8 @@ impl Builder {
         self.finish_element(start);
     }
 
-    fn push_str(&mut self, s: &[u8]) {
+    /// Appends a string as a string (the caller knows it is no canonical integer).
+    pub(crate) fn push_str(&mut self, s: &[u8]) {
         let start = self.buf.len();
         let len = s.len();
         if len < 64 {

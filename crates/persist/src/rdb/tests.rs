@@ -18,7 +18,7 @@ fn bytes(items: &[&str]) -> Vec<Vec<u8>> {
 }
 
 fn list(items: &[&str]) -> Value {
-    Value::List(Box::new(bytes(items).into()))
+    Value::List(bytes(items).into())
 }
 
 fn set(items: impl IntoIterator<Item = String>) -> Value {
@@ -129,7 +129,7 @@ fn list_nodes_split_at_eight_kilobytes() {
     let items: VecDeque<Vec<u8>> = (0..1000)
         .map(|i| format!("{i:0100}").into_bytes())
         .collect();
-    let payload = dump_payload(&Value::List(Box::new(items.clone())));
+    let payload = dump_payload(&Value::List(items.clone().into()));
     let mut input = Input::new(&payload[1..]);
     let nodes = input.read_len().unwrap();
     assert_eq!(nodes, 13);
@@ -146,7 +146,7 @@ fn list_nodes_split_at_eight_kilobytes() {
     assert_eq!(first_node, 79);
     assert_eq!(
         restore_payload(&payload).unwrap(),
-        Value::List(Box::new(items))
+        Value::List(items.into())
     );
 
     // An element bigger than a node gets a node of its own.
@@ -431,7 +431,7 @@ fn file_framing() {
         .key(b"k", &Value::Str(b"v".to_vec()), Some(1_900_000_000_000))
         .unwrap();
     writer
-        .key(b"empty", &Value::List(Box::default()), None)
+        .key(b"empty", &Value::List(Default::default()), None)
         .unwrap();
     writer.key(b"n", &Value::Str(b"-7".to_vec()), None).unwrap();
     let data = writer.finish().unwrap();

@@ -268,7 +268,7 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], readonly: bool) {
     ctx.lookups_read(true);
     let (kind, mut elements) = match ctx.keys.get(db, &args[1]).map(|v| &*v) {
         None => (Kind::List, Vec::new()),
-        Some(Value::List(items)) => (Kind::List, items.iter().cloned().collect()),
+        Some(Value::List(items)) => (Kind::List, items.to_vecs()),
         Some(Value::Set(members)) => (Kind::Set, members.iter().map(|m| m.to_vec()).collect()),
         Some(Value::ZSet(set)) => (Kind::ZSet, set.iter().map(|(m, _)| m.to_vec()).collect()),
         Some(Value::Str(_) | Value::Hash(_) | Value::Stream(_)) => {
@@ -400,21 +400,20 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], readonly: bool) {
             }
         }
         Some(destination) => {
-            let mut stored = std::collections::VecDeque::new();
+            let mut stored = latch_keyspace::List::new();
             for item in selected {
                 if options.get.is_empty() {
-                    stored.push_back(item.element.clone());
+                    stored.push_back(&item.element);
                 }
                 for pattern in &options.get {
                     let value = lookup_by_pattern(ctx.keys, db, pattern, &item.element);
-                    stored.push_back(value.unwrap_or_default());
+                    stored.push_back(&value.unwrap_or_default());
                 }
             }
             let stored_len = stored.len();
             ctx.lookups_read(false);
             if stored_len > 0 {
-                ctx.keys
-                    .set(db, destination, Value::List(Box::new(stored)), None);
+                ctx.keys.set(db, destination, Value::List(stored), None);
                 ctx.keys.signal_modified(db, destination);
                 ctx.notify(notify::LIST, "sortstore", destination);
             } else if ctx.keys.remove_stored(db, destination) {

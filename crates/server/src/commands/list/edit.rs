@@ -1,6 +1,7 @@
 //! Changing lists in place: LSET, LREM, LTRIM, LINSERT.
 
 use bytes::Bytes;
+use latch_keyspace::list::Matcher;
 
 use super::{list_at, remove_if_empty, resolve_index, resolve_range, WrongType};
 use crate::commands::{err, int_arg, is, parse_i64, Ctx};
@@ -24,10 +25,10 @@ pub(super) fn lset(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.error(err::NOT_INTEGER);
         return;
     };
-    match resolve_index(index, list.len()).and_then(|i| list.get_mut(i)) {
+    match resolve_index(index, list.len()) {
         None => ctx.reply.error(b"ERR index out of range"),
-        Some(slot) => {
-            *slot = args[3].to_vec();
+        Some(i) => {
+            list.set(i, &args[3]);
             ctx.keys.signal_modified(db, key);
             ctx.notify(notify::LIST, "lset", key);
             ctx.reply.ok();
@@ -55,31 +56,7 @@ pub(super) fn lrem(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
         Ok(Some(list)) => list,
     };
-    let matches = list.iter().filter(|e| e.as_slice() == wanted).count();
-    let limit = if count == 0 {
-        matches
-    } else {
-        usize::try_from(count.unsigned_abs())
-            .unwrap_or(usize::MAX)
-            .min(matches)
-    };
-    // Removing the last `limit` matches is the same as keeping the first `matches - limit`.
-    let (mut skip, mut remove) = if count < 0 {
-        (matches - limit, limit)
-    } else {
-        (0, limit)
-    };
-    list.retain(|element| {
-        if remove == 0 || element.as_slice() != wanted {
-            return true;
-        }
-        if skip > 0 {
-            skip -= 1;
-            return true;
-        }
-        remove -= 1;
-        false
-    });
+    let limit = list.remove_matching(wanted, count);
     if limit > 0 {
         let removed = remove_if_empty(ctx.keys, db, key);
         ctx.keys.signal_modified(db, key);
@@ -111,10 +88,7 @@ pub(super) fn ltrim(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
         Ok(Some(list)) => match resolve_range(start, stop, list.len()) {
             None => list.clear(),
-            Some((first, last)) => {
-                list.truncate(last + 1);
-                list.drain(..first);
-            }
+            Some((first, last)) => list.trim(first, last),
         },
     }
     let removed = remove_if_empty(ctx.keys, db, key);
@@ -151,11 +125,12 @@ pub(super) fn linsert(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
         Ok(Some(list)) => list,
     };
-    let Some(pivot) = list.iter().position(|e| e.as_slice() == &args[3][..]) else {
+    let pivot = Matcher::new(&args[3]);
+    let Some(pivot) = list.iter().position(|e| pivot.matches(e)) else {
         ctx.reply.integer(-1);
         return;
     };
-    list.insert(pivot + usize::from(after), args[4].to_vec());
+    list.insert(pivot + usize::from(after), &args[4]);
     let len = list.len();
     ctx.keys.signal_modified(db, key);
     ctx.notify(notify::LIST, "linsert", key);

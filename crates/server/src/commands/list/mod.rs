@@ -6,7 +6,7 @@
 //! - [`edit`]: LSET, LREM, LTRIM, LINSERT.
 //! - [`specs`]: the command-table entries.
 //!
-//! A list is a `VecDeque` (Redis' quicklist behaves the same from the outside). Shared here:
+//! A list is a [`latch_keyspace::List`], packs in a deque as Redis' quicklist. Shared here:
 //! finding a key's list (the one place that knows which value types are lists), removing a
 //! list that became empty, and Redis' index normalisation.
 
@@ -16,13 +16,12 @@ mod push;
 mod read;
 mod specs;
 
-use std::collections::VecDeque;
-
-use latch_keyspace::{Locked, Value};
+use latch_keyspace::{Elem, Locked, Value};
+use latch_protocol::Reply;
 
 pub use specs::COMMANDS;
 
-pub(crate) type List = VecDeque<Vec<u8>>;
+pub(crate) use latch_keyspace::List;
 
 /// The key holds something other than a list (the caller answers WRONGTYPE).
 pub(crate) struct WrongType;
@@ -91,10 +90,20 @@ fn remove_if_empty(keys: &mut Locked<'_>, db: usize, key: &[u8]) -> bool {
     empty
 }
 
-fn push_at(list: &mut List, end: End, element: Vec<u8>) {
+fn push_at(list: &mut List, end: End, element: &[u8]) {
     match end {
         End::Head => list.push_front(element),
         End::Tail => list.push_back(element),
+    }
+}
+
+/// Answers one element as a bulk string.
+#[inline]
+fn reply_elem(reply: &mut Reply, elem: Elem<'_>) {
+    match elem {
+        Elem::Bytes(bytes) => reply.bulk(bytes),
+        Elem::Int(n) => reply.bulk_integer(n),
+        Elem::Float(_) => reply.bulk(&elem.to_vec()),
     }
 }
 

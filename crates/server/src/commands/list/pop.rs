@@ -250,12 +250,11 @@ pub(super) fn try_move(
         return Moved::SourceEmpty;
     };
     match list_at(ctx.keys, db, destination) {
-        Ok(Some(list)) => push_at(list, to, element.clone()),
+        Ok(Some(list)) => push_at(list, to, &element),
         _ => {
             let mut list = List::new();
-            list.push_back(element.clone());
-            ctx.keys
-                .set(db, destination, Value::List(Box::new(list)), None);
+            list.push_back(&element);
+            ctx.keys.set(db, destination, Value::List(list), None);
         }
     }
     ctx.keys.signal_modified(db, destination);

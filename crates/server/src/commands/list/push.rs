@@ -36,7 +36,7 @@ fn push_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], end: End, only_existing: 
         }
         Ok(Some(list)) => {
             for element in elements {
-                push_at(list, end, element.to_vec());
+                push_at(list, end, element);
             }
             list.len()
         }
@@ -45,12 +45,12 @@ fn push_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], end: End, only_existing: 
             return;
         }
         Ok(None) => {
-            let mut list = List::with_capacity(elements.len());
+            let mut list = List::new();
             for element in elements {
-                push_at(&mut list, end, element.to_vec());
+                push_at(&mut list, end, element);
             }
             let len = list.len();
-            ctx.keys.set(db, key, Value::List(Box::new(list)), None);
+            ctx.keys.set(db, key, Value::List(list), None);
             len
         }
     };

@@ -2,7 +2,9 @@
 
 use bytes::Bytes;
 
-use super::{list_at, resolve_index, resolve_range, WrongType};
+use latch_keyspace::list::Matcher;
+
+use super::{list_at, reply_elem, resolve_index, resolve_range, WrongType};
 use crate::commands::{err, int_arg, is, parse_i64, Ctx};
 
 pub(super) fn lrange(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
@@ -20,9 +22,10 @@ pub(super) fn lrange(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             None => ctx.reply.array(0),
             Some((first, last)) => {
                 ctx.reply.array(last - first + 1);
-                for element in list.range(first..=last) {
-                    ctx.reply.bulk(element);
-                }
+                let reply = &mut *ctx.reply;
+                list.for_each_in(first, last - first + 1, |element| {
+                    reply_elem(reply, element)
+                });
             }
         },
     }
@@ -56,7 +59,7 @@ pub(super) fn lindex(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         return;
     };
     match resolve_index(index, list.len()).and_then(|i| list.get(i)) {
-        Some(element) => ctx.reply.bulk(element),
+        Some(element) => reply_elem(ctx.reply, element),
         None => ctx.reply.null(),
     }
 }
@@ -129,29 +132,32 @@ pub(super) fn lpos(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     } else {
         usize::try_from(max_len).unwrap_or(usize::MAX).min(len)
     };
-    let mut found: Vec<usize> = Vec::new();
-    let mut matches: u64 = 0;
-    for scanned in 0..scan_limit {
-        let position = if from_tail {
-            len - 1 - scanned
-        } else {
-            scanned
-        };
-        if list[position] != wanted {
-            continue;
-        }
-        matches += 1;
-        if matches <= skip_matches {
-            continue;
-        }
-        found.push(position);
-        match count {
-            None => break,
-            Some(0) => {}
-            Some(n) if found.len() as u64 >= n => break,
-            Some(_) => {}
-        }
-    }
+    let matcher = Matcher::new(wanted);
+    let wanted_count = match count {
+        None => 1,
+        Some(0) => usize::MAX,
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+    };
+    let skip = usize::try_from(skip_matches).unwrap_or(usize::MAX);
+    let found: Vec<usize> = if from_tail {
+        list.iter_rev()
+            .take(scan_limit)
+            .enumerate()
+            .filter(|(_, e)| matcher.matches(*e))
+            .skip(skip)
+            .take(wanted_count)
+            .map(|(scanned, _)| len - 1 - scanned)
+            .collect()
+    } else {
+        list.iter()
+            .take(scan_limit)
+            .enumerate()
+            .filter(|(_, e)| matcher.matches(*e))
+            .skip(skip)
+            .take(wanted_count)
+            .map(|(position, _)| position)
+            .collect()
+    };
     match count {
         None => match found.first() {
             Some(&position) => ctx.reply.integer(position as i64),
