@@ -16,7 +16,8 @@ pub enum Value {
     List(Box<VecDeque<Vec<u8>>>),
     Set(Box<HashSet<Vec<u8>>>),
     Hash(Box<HashMap<Vec<u8>, Vec<u8>>>),
-    ZSet(Box<SortedSet>),
+    /// Unboxed: a sorted set is 16 bytes (a listpack or a box of its large form).
+    ZSet(SortedSet),
     Stream(Box<Stream>),
 }
 
@@ -59,7 +60,6 @@ impl ValueKind {
 
 /// Redis 7.0's default thresholds for the compact encodings (`*-max-listpack-*`,
 /// `set-max-intset-entries`); `OBJECT ENCODING` reports against these.
-const LISTPACK_MAX_ENTRIES: usize = 128;
 /// `hash-max-listpack-entries` is larger than the sorted sets' limit in Redis 7.0.
 const HASH_LISTPACK_MAX_ENTRIES: usize = 512;
 const LISTPACK_MAX_VALUE: usize = 64;
@@ -114,15 +114,7 @@ impl Value {
                     "hashtable"
                 }
             }
-            Value::ZSet(set) => {
-                let small = set.len() <= LISTPACK_MAX_ENTRIES
-                    && set.iter().all(|(m, _)| m.len() <= LISTPACK_MAX_VALUE);
-                if small {
-                    "listpack"
-                } else {
-                    "skiplist"
-                }
-            }
+            Value::ZSet(set) => set.encoding(),
             Value::Stream(_) => "stream",
         }
     }
@@ -142,6 +134,8 @@ impl Value {
         }
     }
 }
+
+const _: () = assert!(std::mem::size_of::<Value>() == 24);
 
 /// One key's value with its deadline (32 bytes). The access time (`OBJECT IDLETIME`) is kept
 /// next to it in the key's [`Slot`](crate::Slot).

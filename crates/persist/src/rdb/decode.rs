@@ -224,7 +224,9 @@ pub(crate) fn read_object<R: Read>(
                 };
                 add_scored(input, &mut set, &member, score)?;
             }
-            Value::ZSet(Box::new(set))
+            // Redis loads a set that fits the thresholds as a listpack.
+            set.compact_if_fits();
+            Value::ZSet(set)
         }
         types::HASH => {
             let len = input.read_len()?;
@@ -298,7 +300,7 @@ pub(crate) fn read_object<R: Read>(
                 };
                 add_scored(input, &mut set, &pair[0].to_bytes(), score)?;
             }
-            Value::ZSet(Box::new(set))
+            Value::ZSet(set)
         }
         types::HASH_ZIPLIST | types::HASH_LISTPACK => {
             let blob = input.read_string()?;

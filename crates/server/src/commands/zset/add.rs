@@ -178,7 +178,7 @@ fn add_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], mut flags: AddFlags) {
     }
     if let Some(set) = created {
         if !set.is_empty() {
-            ctx.keys.set(db, key, Value::ZSet(Box::new(set)), None);
+            ctx.keys.set(db, key, Value::ZSet(set), None);
         }
     }
     if added + updated > 0 {
