@@ -154,11 +154,12 @@ impl PartialEq<[u8]> for Member<'_> {
 }
 
 /// How a score is kept in a listpack: as an integer when it is one that a double holds
-/// exactly (so it reads back bit for bit), else as the double.
+/// exactly (so it reads back bit for bit), else as the double. -0 becomes 0, as in Redis'
+/// listpacks.
 fn score_elem(score: f64) -> Elem<'static> {
     // 2^53: every integer below it is exactly a double, and converts back unchanged.
     const EXACT: f64 = 9_007_199_254_740_992.0;
-    if score.fract() == 0.0 && score.abs() < EXACT && !(score == 0.0 && score.is_sign_negative()) {
+    if score.fract() == 0.0 && score.abs() < EXACT {
         Elem::Int(score as i64)
     } else {
         Elem::Float(score)
@@ -287,18 +288,18 @@ impl SortedSet {
         }
     }
 
-    /// Adds or updates a member; returns its previous score. A score of -0 is stored as 0:
-    /// Redis' compact encoding keeps scores as text that drops the sign of zero, and small
-    /// sets are what clients see nearly always. A new member that would take the set past
+    /// Adds or updates a member; returns its previous score. A listpack stores a score of
+    /// -0 as 0 (Redis' keeps integral scores as integers); the large form keeps the sign,
+    /// as Redis' skiplist does. A new member that would take the set past
     /// `zset-max-listpack-entries` or is longer than `zset-max-listpack-value` turns a
     /// listpack into the large form first, as Redis' `zsetAdd` does.
     pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
         debug_assert!(!score.is_nan());
-        let score = if score == 0.0 { 0.0 } else { score };
         let pack = match &mut self.repr {
             Repr::Large(large) => return large.insert(member, score),
             Repr::Pack(pack) => pack,
         };
+        let score = if score == 0.0 { 0.0 } else { score };
         let found = entries(pack)
             .find(|e| e.member.eq_bytes(member))
             .map(|e| (e.at, e.score));

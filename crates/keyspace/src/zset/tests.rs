@@ -77,6 +77,15 @@ fn score_ranges() {
 #[test]
 fn negative_zero_equals_zero() {
     let _turn = THRESHOLDS.lock();
+    let mut large = SortedSet::new();
+    large.convert_to_large();
+    large.insert(b"b", -0.0);
+    large.insert(b"a", 0.0);
+    // The large form keeps the sign (as Redis' skiplist); a listpack drops it.
+    assert!(large.score(b"b").is_some_and(|s| s.is_sign_negative()));
+    assert_eq!(large.rank(b"b"), Some(1));
+    large.compact_if_fits();
+    assert!(large.score(b"b").is_some_and(|s| s.is_sign_positive()));
     let mut set = SortedSet::new();
     set.insert(b"b", -0.0);
     set.insert(b"a", 0.0);

@@ -57,7 +57,24 @@ pub(super) fn zscan(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     for (member, score) in batch {
         ctx.reply.bulk(&member);
         text.clear();
-        format_double_g17(score, &mut text);
+        score_text(score, &mut text);
         ctx.reply.bulk(&text);
+    }
+}
+
+/// A score as ZSCAN shows it, the text Redis' `d2string` makes (a listpack holds that text
+/// or its integer): integers within half the i64 range in decimal, -0 kept, else `%.17g`.
+fn score_text(score: f64, out: &mut Vec<u8>) {
+    const INT_LIMIT: f64 = (i64::MAX / 2) as f64;
+    if score == 0.0 {
+        out.extend_from_slice(if score.is_sign_negative() {
+            b"-0"
+        } else {
+            b"0"
+        });
+    } else if score.fract() == 0.0 && (-INT_LIMIT..=INT_LIMIT).contains(&score) {
+        out.extend_from_slice((score as i64).to_string().as_bytes());
+    } else {
+        format_double_g17(score, out);
     }
 }
