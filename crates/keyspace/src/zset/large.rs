@@ -198,23 +198,49 @@ impl Large {
             self.chunks.push(Chunk::default());
             self.counts = Fenwick::build(&self.chunks);
         }
+        let (chunk, pos) = if self.chunks[chunk].len() < CHUNK_MAX {
+            (chunk, pos)
+        } else {
+            self.split(chunk, pos)
+        };
         let c = &mut self.chunks[chunk];
+        if c.len() == c.ids.capacity() {
+            // Grow by doubling up to a full run, never past it (Vec would double again).
+            let wanted = (c.len() * 2).clamp(4, CHUNK_MAX) - c.len();
+            c.scores.reserve_exact(wanted);
+            c.ids.reserve_exact(wanted);
+        }
         c.scores.insert(pos, score);
         c.ids.insert(pos, id);
-        if c.len() > CHUNK_MAX {
-            let half = c.len() / 2;
-            let mut tail = Chunk {
-                scores: Vec::with_capacity(CHUNK_MAX),
-                ids: Vec::with_capacity(CHUNK_MAX),
-            };
-            tail.scores.extend_from_slice(&c.scores[half..]);
-            tail.ids.extend_from_slice(&c.ids[half..]);
-            c.scores.truncate(half);
-            c.ids.truncate(half);
-            self.chunks.insert(chunk + 1, tail);
+        self.counts.add(chunk, 1);
+    }
+
+    /// Makes room in the full run `chunk` for an entry at `pos`; returns where it goes
+    /// now. Appending past the last run (or before the first) starts a new run, so sets
+    /// filled in order keep full runs; anything else cuts the run in two.
+    fn split(&mut self, chunk: usize, pos: usize) -> (usize, usize) {
+        let len = self.chunks[chunk].len();
+        if pos == 0 && chunk == 0 {
+            self.chunks.insert(0, Chunk::default());
             self.counts = Fenwick::build(&self.chunks);
+            return (0, 0);
+        }
+        let at = if pos == len && chunk + 1 == self.chunks.len() {
+            len
         } else {
-            self.counts.add(chunk, 1);
+            len / 2
+        };
+        let c = &mut self.chunks[chunk];
+        let tail = Chunk {
+            scores: c.scores.split_off(at),
+            ids: c.ids.split_off(at),
+        };
+        self.chunks.insert(chunk + 1, tail);
+        self.counts = Fenwick::build(&self.chunks);
+        if pos <= at && at != len {
+            (chunk, pos)
+        } else {
+            (chunk + 1, pos - at)
         }
     }
 
