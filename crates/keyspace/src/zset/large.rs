@@ -353,8 +353,10 @@ impl Large {
         }
         let (chunk, pos) = self.counts.find(rank);
         let id = self.chunks[chunk].ids[pos];
-        let member = self.slots[id as usize].member.clone();
-        self.unindex(&member);
+        let found = self
+            .index
+            .find_entry(hash(&self.slots[id as usize].member), |&other| other == id);
+        found.expect("every member is indexed").remove();
         self.remove_entry_at(chunk, pos);
         Some(self.release(id))
     }
