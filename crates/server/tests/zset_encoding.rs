@@ -294,6 +294,25 @@ fn dump_and_restore_cross_over_in_both_forms() {
             assert!(encoding_of.contains(encoding), "{copy}: {encoding_of}");
         }
     }
+    // A listpack with a member longer than zset-max-listpack-value stays a listpack when
+    // restored (Redis checks only the entry count when it loads one).
+    for conn in [&mut pair.latch, &mut pair.redis] {
+        run(conn, &format!("ZADD long 1 a 2 {}", "x".repeat(40)));
+    }
+    let payload = match args(&mut pair.redis, &[b"DUMP", b"long"]) {
+        redis::Value::BulkString(bytes) => bytes,
+        other => panic!("DUMP: {other:?}"),
+    };
+    pair.same("CONFIG SET zset-max-listpack-value 8");
+    for conn in [&mut pair.latch, &mut pair.redis] {
+        args(conn, &[b"RESTORE", b"long2", b"0", &payload]);
+    }
+    pair.encoding("long2", "listpack");
+    pair.same("ZADD long2 3 b");
+    pair.encoding("long2", "listpack");
+    pair.same("ZADD long2 4 123456789");
+    pair.encoding("long2", "skiplist");
+    pair.same("CONFIG SET zset-max-listpack-value 64");
     // Each server's copy of the other's set holds what its own does.
     for key in ["small", "large"] {
         assert_eq!(

@@ -319,6 +319,26 @@ impl SortedSet {
         None
     }
 
+    /// Adds or updates a member without looking at the thresholds: a listpack stays one.
+    /// For loading a listpack Redis wrote, which stays one whatever its members' lengths
+    /// as long as it has no more entries than `zset-max-listpack-entries`.
+    pub fn insert_keep_form(&mut self, member: &[u8], score: f64) -> Option<f64> {
+        debug_assert!(!score.is_nan());
+        let pack = match &mut self.repr {
+            Repr::Large(large) => return large.insert(member, score),
+            Repr::Pack(pack) => pack,
+        };
+        let score = if score == 0.0 { 0.0 } else { score };
+        let found = entries(pack)
+            .find(|e| e.member.eq_bytes(member))
+            .map(|e| (e.at, e.score));
+        if let Some((at, _)) = found {
+            pack.remove_at(at, 2);
+        }
+        pack_insert(pack, member, score);
+        found.map(|(_, old)| old)
+    }
+
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
         match &mut self.repr {
             Repr::Pack(pack) => {
