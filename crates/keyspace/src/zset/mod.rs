@@ -194,22 +194,42 @@ struct PackEntry<'a> {
     score: f64,
 }
 
-/// The entries of a listpack-form set from byte `at`.
+/// The entries of a listpack-form set, from the front.
 struct PackEntries<'a> {
     pack: &'a Pack,
+    data: &'a [u8],
     at: usize,
+}
+
+impl<'a> PackEntries<'a> {
+    /// The element at byte `at` and its size. The two forms short members and small
+    /// integer scores take (see the table in `pack.rs`) are read here, inline: ZRANGE and
+    /// ZSCORE of small sets spent a tenth of their time in the general decoder.
+    #[inline]
+    fn elem_at(&self, at: usize) -> (Elem<'a>, usize) {
+        let first = self.data[at];
+        match first {
+            0x00..=0x7f => (Elem::Int(first as i64), 1),
+            0x80..=0xbf => {
+                let len = (first & 0x3f) as usize;
+                (Elem::Bytes(&self.data[at + 1..at + 1 + len]), 1 + len)
+            }
+            _ => self.pack.at(at),
+        }
+    }
 }
 
 impl<'a> Iterator for PackEntries<'a> {
     type Item = PackEntry<'a>;
 
+    #[inline]
     fn next(&mut self) -> Option<PackEntry<'a>> {
-        if self.at >= self.pack.data_len() {
+        let at = self.at;
+        if at >= self.data.len() {
             return None;
         }
-        let at = self.at;
-        let (member, member_len) = self.pack.at(at);
-        let (score, score_len) = self.pack.at(at + member_len);
+        let (member, member_len) = self.elem_at(at);
+        let (score, score_len) = self.elem_at(at + member_len);
         self.at = at + member_len + score_len;
         Some(PackEntry {
             at,
@@ -220,7 +240,11 @@ impl<'a> Iterator for PackEntries<'a> {
 }
 
 fn entries(pack: &Pack) -> PackEntries<'_> {
-    PackEntries { pack, at: 0 }
+    PackEntries {
+        pack,
+        data: pack.data(),
+        at: 0,
+    }
 }
 
 #[derive(Clone)]
@@ -362,13 +386,19 @@ impl SortedSet {
         let end = end.min(self.len());
         let start = start.min(end);
         let inner = match &self.repr {
-            Repr::Pack(pack) => IterRepr::Pack {
-                pack,
-                front: entries(pack).nth(start).map_or(pack.data_len(), |e| e.at),
-                remaining: end - start,
-                offsets: Vec::new(),
-                taken: 0,
-            },
+            Repr::Pack(pack) => {
+                let mut forward = entries(pack);
+                if start > 0 {
+                    forward.nth(start - 1);
+                }
+                IterRepr::Pack {
+                    pack,
+                    forward,
+                    remaining: end - start,
+                    offsets: Vec::new(),
+                    taken: 0,
+                }
+            }
             Repr::Large(large) => IterRepr::Large(large.range(start, end)),
         };
         Iter { inner }
@@ -526,8 +556,8 @@ impl fmt::Debug for SortedSet {
 enum IterRepr<'a> {
     Pack {
         pack: &'a Pack,
-        /// Where the next entry from the front starts (until `offsets` is filled).
-        front: usize,
+        /// The entries from the front (until `offsets` is filled).
+        forward: PackEntries<'a>,
         remaining: usize,
         /// The starts of the entries left when the walk from the back began.
         offsets: Vec<u32>,
@@ -559,7 +589,7 @@ impl<'a> Iterator for Iter<'a> {
         match &mut self.inner {
             IterRepr::Pack {
                 pack,
-                front,
+                forward,
                 remaining,
                 offsets,
                 taken,
@@ -568,14 +598,12 @@ impl<'a> Iterator for Iter<'a> {
                     return None;
                 }
                 *remaining -= 1;
-                let at = if offsets.is_empty() {
-                    *front
-                } else {
-                    *taken += 1;
-                    offsets[*taken - 1] as usize
-                };
-                let (member, score, end) = pack_entry_at(pack, at);
-                *front = end;
+                if offsets.is_empty() {
+                    let e = forward.next()?;
+                    return Some((Member::of(e.member), e.score));
+                }
+                *taken += 1;
+                let (member, score, _) = pack_entry_at(pack, offsets[*taken - 1] as usize);
                 Some((member, score))
             }
             IterRepr::Large(inner) => inner.next().map(|(m, s)| (Member::Bytes(m), s)),
@@ -596,7 +624,7 @@ impl DoubleEndedIterator for Iter<'_> {
         match &mut self.inner {
             IterRepr::Pack {
                 pack,
-                front,
+                forward,
                 remaining,
                 offsets,
                 taken,
@@ -605,11 +633,7 @@ impl DoubleEndedIterator for Iter<'_> {
                     return None;
                 }
                 if offsets.is_empty() {
-                    let mut at = *front;
-                    for _ in 0..*remaining {
-                        offsets.push(at as u32);
-                        at = pack_entry_at(pack, at).2;
-                    }
+                    offsets.extend(forward.take(*remaining).map(|e| e.at as u32));
                 }
                 *remaining -= 1;
                 let (member, score, _) = pack_entry_at(pack, offsets[*taken + *remaining] as usize);

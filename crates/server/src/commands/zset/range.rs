@@ -216,10 +216,27 @@ fn reply_range(ctx: &mut Ctx<'_, '_>, key: &[u8], query: &RangeQuery) {
     match zset_at(ctx.keys, db, key) {
         Err(WrongType) => ctx.reply.error(err::WRONGTYPE),
         Ok(None) => ctx.reply.array(0),
-        Ok(Some(set)) => {
-            let selected = select(set, query);
-            reply_scored(ctx.reply, selected.into_iter(), query.with_scores);
-        }
+        Ok(Some(set)) => match (&query.selector, query.reverse) {
+            // A rank range is written as it is walked, with no list in between.
+            (Selector::Rank { start, stop }, reverse) => {
+                match resolve_ranks(*start, *stop, set.len()) {
+                    None => ctx.reply.array(0),
+                    Some((first, last)) if reverse => {
+                        let len = set.len();
+                        let members = set.range_by_rank(len - 1 - last, len - first).rev();
+                        reply_scored(ctx.reply, members, query.with_scores);
+                    }
+                    Some((first, last)) => {
+                        let members = set.range_by_rank(first, last + 1);
+                        reply_scored(ctx.reply, members, query.with_scores);
+                    }
+                }
+            }
+            _ => {
+                let selected = select(set, query);
+                reply_scored(ctx.reply, selected.into_iter(), query.with_scores);
+            }
+        },
     }
 }
 
