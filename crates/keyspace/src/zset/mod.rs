@@ -239,6 +239,35 @@ impl<'a> Iterator for PackEntries<'a> {
     }
 }
 
+/// The rank, byte offset and score of `member` in a listpack-form set: a plain scan
+/// that compares a short member's length before its bytes and decodes nothing else.
+fn find_in_pack(pack: &Pack, member: &[u8]) -> Option<(usize, usize, f64)> {
+    let walk = entries(pack);
+    let data = walk.data;
+    let mut at = 0;
+    let mut rank = 0;
+    while at < data.len() {
+        let first = data[at];
+        let (matched, member_len) = if (0x80..=0xbf).contains(&first) {
+            let len = (first & 0x3f) as usize;
+            (
+                len == member.len() && &data[at + 1..at + 1 + len] == member,
+                1 + len,
+            )
+        } else {
+            let (elem, size) = pack.at(at);
+            (elem.eq_bytes(member), size)
+        };
+        let (score, score_len) = walk.elem_at(at + member_len);
+        if matched {
+            return Some((rank, at, elem_score(score)));
+        }
+        at += member_len + score_len;
+        rank += 1;
+    }
+    None
+}
+
 fn entries(pack: &Pack) -> PackEntries<'_> {
     PackEntries {
         pack,
@@ -305,9 +334,7 @@ impl SortedSet {
 
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.repr {
-            Repr::Pack(pack) => entries(pack)
-                .find(|e| e.member.eq_bytes(member))
-                .map(|e| e.score),
+            Repr::Pack(pack) => find_in_pack(pack, member).map(|(_, _, score)| score),
             Repr::Large(large) => large.score(member),
         }
     }
@@ -324,9 +351,7 @@ impl SortedSet {
             Repr::Pack(pack) => pack,
         };
         let score = if score == 0.0 { 0.0 } else { score };
-        let found = entries(pack)
-            .find(|e| e.member.eq_bytes(member))
-            .map(|e| (e.at, e.score));
+        let found = find_in_pack(pack, member).map(|(_, at, score)| (at, score));
         if let Some((at, old)) = found {
             if old.to_bits() != score.to_bits() {
                 pack.remove_at(at, 2);
@@ -353,9 +378,7 @@ impl SortedSet {
             Repr::Pack(pack) => pack,
         };
         let score = if score == 0.0 { 0.0 } else { score };
-        let found = entries(pack)
-            .find(|e| e.member.eq_bytes(member))
-            .map(|e| (e.at, e.score));
+        let found = find_in_pack(pack, member).map(|(_, at, score)| (at, score));
         if let Some((at, _)) = found {
             pack.remove_at(at, 2);
         }
@@ -366,9 +389,7 @@ impl SortedSet {
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
         match &mut self.repr {
             Repr::Pack(pack) => {
-                let (at, score) = entries(pack)
-                    .find(|e| e.member.eq_bytes(member))
-                    .map(|e| (e.at, e.score))?;
+                let (_, at, score) = find_in_pack(pack, member)?;
                 pack.remove_at(at, 2);
                 Some(score)
             }
@@ -407,7 +428,7 @@ impl SortedSet {
     /// 0-based rank of a member in ascending order (O(log N) in the large form).
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         match &self.repr {
-            Repr::Pack(pack) => entries(pack).position(|e| e.member.eq_bytes(member)),
+            Repr::Pack(pack) => find_in_pack(pack, member).map(|(rank, _, _)| rank),
             Repr::Large(large) => large.rank(member),
         }
     }
