@@ -43,4 +43,4 @@ pub use slot::Slot;
 pub use stream::Stream;
 pub use table::{Swept, Table};
 pub use value::{parse_i64_strict, Entry, Value, ValueKind};
-pub use zset::SortedSet;
+pub use zset::{Member, SortedSet};

@@ -19,7 +19,8 @@ pub enum Value {
     List(List),
     Set(Set),
     Hash(Box<HashMap<Vec<u8>, Vec<u8>>>),
-    ZSet(Box<SortedSet>),
+    /// Unboxed: a sorted set is 16 bytes (a listpack or a box of its large form).
+    ZSet(SortedSet),
     Stream(Box<Stream>),
 }
 
@@ -62,7 +63,6 @@ impl ValueKind {
 
 /// Redis 7.0's default thresholds for the compact encodings (`*-max-listpack-*`,
 /// `set-max-intset-entries`); `OBJECT ENCODING` reports against these.
-const LISTPACK_MAX_ENTRIES: usize = 128;
 /// `hash-max-listpack-entries` is larger than the sorted sets' limit in Redis 7.0.
 const HASH_LISTPACK_MAX_ENTRIES: usize = 512;
 const LISTPACK_MAX_VALUE: usize = 64;
@@ -108,15 +108,7 @@ impl Value {
                     "hashtable"
                 }
             }
-            Value::ZSet(set) => {
-                let small = set.len() <= LISTPACK_MAX_ENTRIES
-                    && set.iter().all(|(m, _)| m.len() <= LISTPACK_MAX_VALUE);
-                if small {
-                    "listpack"
-                } else {
-                    "skiplist"
-                }
-            }
+            Value::ZSet(set) => set.encoding(),
             Value::Stream(_) => "stream",
         }
     }

@@ -74,7 +74,7 @@ fn zset() -> impl Strategy<Value = Value> {
         for (member, score) in pairs {
             set.insert(&member, score);
         }
-        Value::ZSet(Box::new(set))
+        Value::ZSet(set)
     })
 }
 

@@ -504,7 +504,7 @@ fn latch_values(now: i64) -> Vec<Key> {
         for (m, s) in pairs {
             set.insert(m.as_bytes(), s);
         }
-        Value::ZSet(Box::new(set))
+        Value::ZSet(set)
     };
     let scores = [
         1.0,

@@ -244,7 +244,9 @@ pub(crate) fn read_object<R: Read>(
                 };
                 add_scored(input, &mut set, &member, score)?;
             }
-            Value::ZSet(Box::new(set))
+            // Redis loads a set that fits the thresholds as a listpack.
+            set.compact_if_fits();
+            Value::ZSet(set)
         }
         types::HASH => {
             let len = input.read_len()?;
@@ -302,6 +304,8 @@ pub(crate) fn read_object<R: Read>(
                 return Err(input.corrupt("sorted set with a member but no score"));
             }
             let mut set = SortedSet::new();
+            // Redis keeps a loaded listpack as one unless it has too many entries.
+            let keep = elements.len() / 2 <= latch_keyspace::compact::zset_max_entries();
             for pair in elements.chunks_exact(2) {
                 let score = match pair[1] {
                     Element::Int(v) => v as f64,
@@ -309,9 +313,14 @@ pub(crate) fn read_object<R: Read>(
                         parse_double(text).ok_or_else(|| input.corrupt("unparsable score"))?
                     }
                 };
-                add_scored(input, &mut set, &pair[0].to_bytes(), score)?;
+                let member = pair[0].to_bytes();
+                if keep {
+                    add_scored_keep_form(input, &mut set, &member, score)?;
+                } else {
+                    add_scored(input, &mut set, &member, score)?;
+                }
             }
-            Value::ZSet(Box::new(set))
+            Value::ZSet(set)
         }
         types::HASH_ZIPLIST | types::HASH_LISTPACK => {
             let blob = input.read_string()?;
@@ -395,6 +404,22 @@ fn add_scored<R: Read>(
         return Err(input.corrupt("sorted set score is NaN"));
     }
     if set.insert(member, score).is_some() {
+        return Err(input.corrupt("duplicate sorted set member"));
+    }
+    Ok(())
+}
+
+/// [`add_scored`] for a listpack being loaded as one.
+fn add_scored_keep_form<R: Read>(
+    input: &Input<R>,
+    set: &mut SortedSet,
+    member: &[u8],
+    score: f64,
+) -> Result<(), RdbError> {
+    if score.is_nan() {
+        return Err(input.corrupt("sorted set score is NaN"));
+    }
+    if set.insert_keep_form(member, score).is_some() {
         return Err(input.corrupt("duplicate sorted set member"));
     }
     Ok(())

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use latch_keyspace::{parse_i64_strict, Elem, List, SortedSet, Value};
+use latch_keyspace::{parse_i64_strict, Elem, List, Value};
 
 use super::{listpack, stream, types};
 use crate::lzf;
@@ -31,7 +31,6 @@ const LIST_PLAIN_THRESHOLD: usize = 1 << 30;
 /// that hashes stay listpacks up to 512 entries (both compiled in and in the shipped
 /// redis.conf), sorted sets only up to 128.
 const HASH_MAX_LISTPACK_ENTRIES: usize = 512;
-const ZSET_MAX_LISTPACK_ENTRIES: usize = 128;
 const MAX_LISTPACK_VALUE: usize = 64;
 /// Quicklist node containers.
 pub(crate) const CONTAINER_PLAIN: u64 = 1;
@@ -160,11 +159,19 @@ pub(crate) fn put_typed_value(out: &mut impl Sink, key: Option<&[u8]>, value: &V
             }
         }
         Value::ZSet(set) => {
-            if zset_is_small(set) {
+            if let Some(pack) = set.pack() {
+                // Straight from the set's own listpack: members as they are, scores as the
+                // text Redis would have stored (which its listpack keeps as an integer
+                // when it reads as one).
                 put_header(out, types::ZSET_LISTPACK, key);
                 let mut lp = listpack::Builder::new();
-                for (member, score) in set.iter() {
-                    lp.push(member);
+                let mut elems = pack.iter();
+                while let (Some(member), Some(score)) = (elems.next(), elems.next()) {
+                    match member {
+                        Elem::Int(n) => lp.push_int(n),
+                        _ => lp.push(member.as_bytes().expect("a member is bytes or an integer")),
+                    }
+                    let score = score.as_f64().expect("a score is a number");
                     lp.push(score_text(score).as_bytes());
                 }
                 put_string(out, &lp.finish());
@@ -174,7 +181,7 @@ pub(crate) fn put_typed_value(out: &mut impl Sink, key: Option<&[u8]>, value: &V
                 // Highest first, as Redis writes them: loading then always inserts at the
                 // head of its skiplist.
                 for (member, score) in set.iter().rev() {
-                    put_string(out, member);
+                    put_string(out, &member);
                     out.put(&score.to_le_bytes());
                 }
             }
@@ -191,10 +198,6 @@ fn hash_is_small(fields: &HashMap<Vec<u8>, Vec<u8>>) -> bool {
         && fields
             .iter()
             .all(|(f, v)| f.len() <= MAX_LISTPACK_VALUE && v.len() <= MAX_LISTPACK_VALUE)
-}
-
-fn zset_is_small(set: &SortedSet) -> bool {
-    set.len() <= ZSET_MAX_LISTPACK_ENTRIES && set.iter().all(|(m, _)| m.len() <= MAX_LISTPACK_VALUE)
 }
 
 /// A score as text that reads back as exactly the same double: integers as integers (the

@@ -42,7 +42,7 @@ fn zset(pairs: impl IntoIterator<Item = (String, f64)>) -> Value {
     for (m, s) in pairs {
         set.insert(m.as_bytes(), s);
     }
-    Value::ZSet(Box::new(set))
+    Value::ZSet(set)
 }
 
 fn decode(kind: u8, body: &[u8]) -> Result<Option<Value>, RdbError> {

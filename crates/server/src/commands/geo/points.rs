@@ -76,7 +76,7 @@ pub(super) fn geoadd(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     if let Some(set) = created {
         if !set.is_empty() {
-            ctx.keys.set(db, key, Value::ZSet(Box::new(set)), None);
+            ctx.keys.set(db, key, Value::ZSet(set), None);
         }
     }
     if added + updated > 0 {

@@ -352,8 +352,7 @@ fn run_search(ctx: &mut Ctx<'_, '_>, args: &[Bytes], variant: Variant) -> Result
                     };
                     result.insert(&point.member, score);
                 }
-                ctx.keys
-                    .set(db, destination, Value::ZSet(Box::new(result)), None);
+                ctx.keys.set(db, destination, Value::ZSet(result), None);
                 ctx.keys.signal_modified(db, destination);
                 let event = if variant == Variant::SearchStore {
                     "geosearchstore"

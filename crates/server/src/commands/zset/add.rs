@@ -48,10 +48,6 @@ fn add_member(set: &mut SortedSet, member: &[u8], score: &mut f64, flags: AddFla
             if (flags.lt && new_score >= current) || (flags.gt && new_score <= current) {
                 return Outcome::Skipped;
             }
-            // Stored scores never keep the sign of zero (see SortedSet::insert).
-            if new_score == 0.0 {
-                new_score = 0.0;
-            }
             *score = new_score;
             if new_score == current {
                 Outcome::Unchanged
@@ -62,9 +58,6 @@ fn add_member(set: &mut SortedSet, member: &[u8], score: &mut f64, flags: AddFla
         }
         None if flags.xx => Outcome::Skipped,
         None => {
-            if *score == 0.0 {
-                *score = 0.0;
-            }
             set.insert(member, *score);
             Outcome::Added
         }
@@ -178,7 +171,7 @@ fn add_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], mut flags: AddFlags) {
     }
     if let Some(set) = created {
         if !set.is_empty() {
-            ctx.keys.set(db, key, Value::ZSet(Box::new(set)), None);
+            ctx.keys.set(db, key, Value::ZSet(set), None);
         }
     }
     if added + updated > 0 {

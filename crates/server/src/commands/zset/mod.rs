@@ -21,7 +21,7 @@ mod specs;
 
 use crate::pubsub::notify;
 use latch_keyspace::zset::ScoreBound;
-use latch_keyspace::{Locked, SortedSet, Value};
+use latch_keyspace::{Locked, Member, SortedSet, Value};
 use latch_protocol::{Reply, Resp};
 
 pub use specs::COMMANDS;
@@ -67,6 +67,9 @@ fn store_result(
     event: &'static str,
 ) {
     let db = ctx.db();
+    let mut set = set;
+    // Redis stores a result that fits the thresholds as a listpack.
+    set.compact_if_fits();
     let len = set.len();
     if len == 0 {
         if ctx.keys.remove_stored(db, destination) {
@@ -74,8 +77,7 @@ fn store_result(
             ctx.notify(notify::GENERIC, "del", destination);
         }
     } else {
-        ctx.keys
-            .set(db, destination, Value::ZSet(Box::new(set)), None);
+        ctx.keys.set(db, destination, Value::ZSet(set), None);
         ctx.keys.signal_modified(db, destination);
         ctx.notify(notify::ZSET, event, destination);
     }
@@ -196,7 +198,7 @@ impl LexRange {
         &'a self,
         set: &'a SortedSet,
         reverse: bool,
-    ) -> Box<dyn Iterator<Item = (&'a [u8], f64)> + 'a> {
+    ) -> Box<dyn Iterator<Item = (Member<'a>, f64)> + 'a> {
         if reverse {
             Box::new(
                 set.iter()
@@ -216,9 +218,10 @@ impl LexRange {
 
 /// Writes members (with their scores when `with_scores`) as ZRANGE does: a flat array in
 /// RESP2, an array of `[member, score]` pairs in RESP3.
-fn reply_scored<'a, I>(reply: &mut Reply, items: I, with_scores: bool)
+fn reply_scored<M, I>(reply: &mut Reply, items: I, with_scores: bool)
 where
-    I: ExactSizeIterator<Item = (&'a [u8], f64)>,
+    M: AsRef<[u8]>,
+    I: ExactSizeIterator<Item = (M, f64)>,
 {
     let resp3 = reply.resp() == Resp::V3;
     let len = items.len();
@@ -231,7 +234,7 @@ where
         if with_scores && resp3 {
             reply.array(2);
         }
-        reply.bulk(member);
+        reply.bulk(member.as_ref());
         if with_scores {
             reply.double(score);
         }

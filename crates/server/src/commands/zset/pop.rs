@@ -3,6 +3,7 @@
 //! and sampling them: ZRANDMEMBER.
 
 use bytes::Bytes;
+use latch_keyspace::Member;
 use latch_protocol::Resp;
 use rand::Rng;
 
@@ -277,7 +278,7 @@ pub(super) fn zrandmember(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             Ok(Some(set)) => {
                 let pick = rand::thread_rng().gen_range(0..set.len().max(1));
                 match set.nth(pick) {
-                    Some((member, _)) => ctx.reply.bulk(member),
+                    Some((member, _)) => ctx.reply.bulk(&member),
                     None => ctx.reply.null(),
                 }
             }
@@ -325,7 +326,7 @@ pub(super) fn zrandmember(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         return;
     }
     // Snapshot (member, score) once: picking by position is then O(1).
-    let members: Vec<(&[u8], f64)> = set.iter().collect();
+    let members: Vec<(Member<'_>, f64)> = set.iter().collect();
     if count < 0 || wanted == 1 {
         if wanted > MAX_RANDOM_REPLY {
             ctx.reply.error(b"ERR value is out of range");

@@ -1,11 +1,11 @@
 //! Ranges: ZRANGE (by rank, score or name, either direction) and its older forms, ZRANGESTORE,
 //! ZCOUNT, ZLEXCOUNT, ZRANK, ZREVRANK, ZREMRANGEBYRANK, ZREMRANGEBYSCORE, ZREMRANGEBYLEX.
 //!
-//! Rank positions are found by walking the ordered members (O(N)); see `SortedSet`.
+//! Rank positions are found in O(log N) in the large form (see `SortedSet`).
 
 use bytes::Bytes;
 use latch_keyspace::zset::ScoreBound;
-use latch_keyspace::SortedSet;
+use latch_keyspace::{Member, SortedSet};
 
 use super::{
     parse_score_bound, remove_if_empty, reply_scored, store_result, zset_at, LexRange, WrongType,
@@ -167,10 +167,10 @@ fn resolve_ranks(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
 
 /// Applies LIMIT: a negative offset selects nothing, a negative count means no limit.
 fn limited<'a>(
-    items: impl Iterator<Item = (&'a [u8], f64)>,
+    items: impl Iterator<Item = (Member<'a>, f64)>,
     offset: i64,
     count: i64,
-) -> Vec<(&'a [u8], f64)> {
+) -> Vec<(Member<'a>, f64)> {
     if offset < 0 {
         return Vec::new();
     }
@@ -180,16 +180,19 @@ fn limited<'a>(
 }
 
 /// The members a query selects, in reply order.
-fn select<'a>(set: &'a SortedSet, query: &'a RangeQuery) -> Vec<(&'a [u8], f64)> {
+fn select<'a>(set: &'a SortedSet, query: &'a RangeQuery) -> Vec<(Member<'a>, f64)> {
     match &query.selector {
         Selector::Rank { start, stop } => match resolve_ranks(*start, *stop, set.len()) {
             None => Vec::new(),
             Some((first, last)) => {
-                let take = last - first + 1;
                 if query.reverse {
-                    set.iter().rev().skip(first).take(take).collect()
+                    // Descending ranks first..=last are ascending ones counted from the end.
+                    let len = set.len();
+                    set.range_by_rank(len - 1 - last, len - first)
+                        .rev()
+                        .collect()
                 } else {
-                    set.iter().skip(first).take(take).collect()
+                    set.range_by_rank(first, last + 1).collect()
                 }
             }
         },
@@ -213,10 +216,27 @@ fn reply_range(ctx: &mut Ctx<'_, '_>, key: &[u8], query: &RangeQuery) {
     match zset_at(ctx.keys, db, key) {
         Err(WrongType) => ctx.reply.error(err::WRONGTYPE),
         Ok(None) => ctx.reply.array(0),
-        Ok(Some(set)) => {
-            let selected = select(set, query);
-            reply_scored(ctx.reply, selected.into_iter(), query.with_scores);
-        }
+        Ok(Some(set)) => match (&query.selector, query.reverse) {
+            // A rank range is written as it is walked, with no list in between.
+            (Selector::Rank { start, stop }, reverse) => {
+                match resolve_ranks(*start, *stop, set.len()) {
+                    None => ctx.reply.array(0),
+                    Some((first, last)) if reverse => {
+                        let len = set.len();
+                        let members = set.range_by_rank(len - 1 - last, len - first).rev();
+                        reply_scored(ctx.reply, members, query.with_scores);
+                    }
+                    Some((first, last)) => {
+                        let members = set.range_by_rank(first, last + 1);
+                        reply_scored(ctx.reply, members, query.with_scores);
+                    }
+                }
+            }
+            _ => {
+                let selected = select(set, query);
+                reply_scored(ctx.reply, selected.into_iter(), query.with_scores);
+            }
+        },
     }
 }
 
@@ -267,7 +287,7 @@ pub(super) fn zrangestore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         Ok(None) => {}
         Ok(Some(set)) => {
             for (member, score) in select(set, &query) {
-                result.insert(member, score);
+                result.insert(&member, score);
             }
         }
     }
@@ -284,9 +304,7 @@ pub(super) fn zcount(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     match zset_at(ctx.keys, db, &args[1]) {
         Err(WrongType) => ctx.reply.error(err::WRONGTYPE),
         Ok(None) => ctx.reply.integer(0),
-        Ok(Some(set)) => ctx
-            .reply
-            .integer(set.range_by_score(min, max).count() as i64),
+        Ok(Some(set)) => ctx.reply.integer(set.range_by_score(min, max).len() as i64),
     }
 }
 
