@@ -64,6 +64,8 @@ DEFAULT_UNITS=(
     unit/introspection-2
     unit/scan
     unit/type/list
+    unit/type/list-2
+    unit/type/list-3
     unit/type/set
     unit/type/hash
     unit/type/zset
@@ -84,8 +86,9 @@ DEFAULT_UNITS=(
     unit/pubsub
 )
 
-# [ok] counts with: runtest --host .. --port .. --ignore-encoding
-# --ignore-digest --tags "-needs:debug -needs:repl" against redis-server 7.0.15.
+# [ok] counts with: runtest --host .. --port .. --ignore-digest
+# --tags "-needs:debug -needs:repl" against redis-server 7.0.15. The tests' encoding
+# checks (assert_encoding) run: OBJECT ENCODING reports the real representation.
 declare -A EXPECTED_OK=(
     [unit/type/string]=75
     [unit/type/incr]=23
@@ -98,6 +101,8 @@ declare -A EXPECTED_OK=(
     [unit/introspection-2]=43
     [unit/scan]=17
     [unit/type/list]=220
+    [unit/type/list-2]=2
+    [unit/type/list-3]=11
     [unit/type/set]=95
     [unit/type/hash]=72
     [unit/type/zset]=308
@@ -118,7 +123,7 @@ declare -A EXPECTED_OK=(
     [unit/pubsub]=30
 )
 
-RUNTEST_ARGS=(--ignore-encoding --ignore-digest --tags "-needs:debug -needs:repl")
+RUNTEST_ARGS=(--ignore-digest --tags "-needs:debug -needs:repl")
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo_root=$(cd "$script_dir/.." && pwd)
