@@ -8,6 +8,8 @@
 //! - [`keyspace`]: the shards, and [`Locked`], the view a command runs against.
 //! - [`pack`]: a run of small elements in one allocation, the compact form of small
 //!   hashes, sorted sets and lists.
+//! - [`thin`]: a byte string behind one thin pointer, the entries of large collections.
+//! - [`hash`]: the hash value ([`Hash`]), compact or large.
 //! - [`zset`]: the sorted set value.
 //! - [`stream`]: the stream value.
 //! - [`glob`]: Redis-style glob matching for KEYS, SCAN MATCH and CONFIG GET.
@@ -15,15 +17,18 @@
 pub mod clock;
 pub mod compact;
 pub mod glob;
+pub mod hash;
 pub mod keyspace;
 pub mod pack;
 pub mod slot;
 pub mod stream;
 pub mod table;
+pub mod thin;
 pub mod value;
 pub mod zset;
 
 pub use clock::{Clock, Deadline, Now, Tick};
+pub use hash::Hash;
 pub use keyspace::{
     record, Effects, EvictionCandidate, KeyEvent, KeyEvents, KeyWaiter, Keyspace, Locked, LongWait,
     Snapshot, Tracked, TrackedChanges, Woken,

@@ -1,21 +1,23 @@
 //! What a key holds.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 
 use crate::clock::Deadline;
+use crate::hash::Hash;
 use crate::stream::Stream;
 use crate::zset::SortedSet;
 
 /// The value stored under a key. Each data type joins this enum (and the persistence
-/// format) in one place. Every variant but the string is boxed, so the enum (and with it
-/// every hash-table slot) is only as large as a `Vec`: most keys hold strings.
+/// format) in one place. Every variant but the string and the hash (16 bytes: a form and
+/// one pointer) is boxed, so the enum (and with it every key's slot) is only as large as a
+/// `Vec`: most keys hold strings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
     /// A binary-safe string.
     Str(Vec<u8>),
     List(Box<VecDeque<Vec<u8>>>),
     Set(Box<HashSet<Vec<u8>>>),
-    Hash(Box<HashMap<Vec<u8>, Vec<u8>>>),
+    Hash(Hash),
     ZSet(Box<SortedSet>),
     Stream(Box<Stream>),
 }
@@ -58,10 +60,9 @@ impl ValueKind {
 }
 
 /// Redis 7.0's default thresholds for the compact encodings (`*-max-listpack-*`,
-/// `set-max-intset-entries`); `OBJECT ENCODING` reports against these.
+/// `set-max-intset-entries`); `OBJECT ENCODING` reports against these for the types that
+/// are not yet stored in their compact forms.
 const LISTPACK_MAX_ENTRIES: usize = 128;
-/// `hash-max-listpack-entries` is larger than the sorted sets' limit in Redis 7.0.
-const HASH_LISTPACK_MAX_ENTRIES: usize = 512;
 const LISTPACK_MAX_VALUE: usize = 64;
 const INTSET_MAX_ENTRIES: usize = 512;
 
@@ -103,17 +104,7 @@ impl Value {
                     "hashtable"
                 }
             }
-            Value::Hash(fields) => {
-                let small = fields.len() <= HASH_LISTPACK_MAX_ENTRIES
-                    && fields.iter().all(|(f, v)| {
-                        f.len() <= LISTPACK_MAX_VALUE && v.len() <= LISTPACK_MAX_VALUE
-                    });
-                if small {
-                    "listpack"
-                } else {
-                    "hashtable"
-                }
-            }
+            Value::Hash(hash) => hash.encoding(),
             Value::ZSet(set) => {
                 let small = set.len() <= LISTPACK_MAX_ENTRIES
                     && set.iter().all(|(m, _)| m.len() <= LISTPACK_MAX_VALUE);
@@ -133,10 +124,7 @@ impl Value {
             Value::Str(bytes) => bytes.capacity(),
             Value::List(items) => items.iter().map(|i| i.capacity() + 24).sum::<usize>(),
             Value::Set(members) => members.iter().map(|m| m.capacity() + 32).sum::<usize>(),
-            Value::Hash(fields) => fields
-                .iter()
-                .map(|(f, v)| f.capacity() + v.capacity() + 56)
-                .sum::<usize>(),
+            Value::Hash(hash) => hash.heap_bytes(),
             Value::ZSet(set) => set.heap_bytes(),
             Value::Stream(stream) => stream.heap_bytes(),
         }
