@@ -53,6 +53,7 @@ fn hash_mut(value: &mut Value) -> Option<&mut Hash> {
 
 /// Replies with a field or value as a bulk string (a compact hash keeps integers as
 /// numbers; Redis replies with their decimal text too).
+#[inline]
 fn reply_elem(reply: &mut Reply, elem: Elem<'_>) {
     match elem {
         Elem::Bytes(bytes) => reply.bulk(bytes),
