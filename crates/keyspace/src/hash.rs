@@ -134,8 +134,9 @@ fn find(pack: &Pack, field: &[u8]) -> Option<(usize, usize)> {
     None
 }
 
-/// The text of an element (integers in decimal) into `buf`, borrowed.
-fn text<'a>(elem: Elem<'a>, buf: &'a mut itoa::Buffer) -> &'a [u8] {
+/// The text of a field or value (integers, which a compact hash keeps as numbers, in
+/// decimal, written into `buf`).
+pub fn text<'a>(elem: Elem<'a>, buf: &'a mut itoa::Buffer) -> &'a [u8] {
     match elem {
         Elem::Bytes(bytes) => bytes,
         Elem::Int(n) => buf.format(n).as_bytes(),

@@ -2,7 +2,8 @@
 //! HEXISTS, HSTRLEN.
 
 use bytes::Bytes;
-use latch_keyspace::{Elem, Hash, Locked};
+use latch_keyspace::hash::text;
+use latch_keyspace::{Hash, Locked};
 use latch_protocol::Reply;
 
 use super::{hash_for_write, hash_mut, hash_of, reply_elem};
@@ -318,17 +319,10 @@ fn hstrlen(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     let len = match read(ctx.keys, ctx.reply, db, &args[1]) {
         Err(()) => return,
-        Ok(hash) => hash.and_then(|h| h.get(&args[2])).map_or(0, text_len),
+        // Integers kept as numbers count their digits, as Redis' sdigits10.
+        Ok(hash) => hash
+            .and_then(|h| h.get(&args[2]))
+            .map_or(0, |value| text(value, &mut itoa::Buffer::new()).len()),
     };
     ctx.reply.integer(len as i64);
-}
-
-/// The length of a field's or value's text (integers kept as numbers count their digits, as
-/// Redis' `sdigits10`).
-fn text_len(elem: Elem<'_>) -> usize {
-    match elem {
-        Elem::Bytes(bytes) => bytes.len(),
-        Elem::Int(n) => itoa::Buffer::new().format(n).len(),
-        Elem::Float(x) => x.to_string().len(),
-    }
 }

@@ -1,6 +1,7 @@
 //! Reading a whole hash or parts of it at a time: HGETALL, HKEYS, HVALS, HSCAN, HRANDFIELD.
 
 use bytes::Bytes;
+use latch_keyspace::hash::text;
 use latch_keyspace::Elem;
 use latch_protocol::Resp;
 
@@ -185,10 +186,7 @@ fn hscan(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     };
     let shown: Vec<(Elem<'_>, Elem<'_>)> = chosen
         .into_iter()
-        .filter(|(field, _)| match field {
-            Elem::Int(n) => options.matches(itoa::Buffer::new().format(*n).as_bytes()),
-            other => options.matches(bytes_of(*other)),
-        })
+        .filter(|(field, _)| options.matches(text(*field, &mut itoa::Buffer::new())))
         .collect();
     ctx.reply.array(2);
     ctx.reply.bulk(itoa::Buffer::new().format(next).as_bytes());
@@ -272,8 +270,8 @@ fn hrandfield(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
 }
 
-/// A field or value kept as bytes (a large hash keeps every one so; a compact one all but
-/// the integers).
+/// A field or value of a large hash, which keeps every one as bytes.
 fn bytes_of(elem: Elem<'_>) -> &[u8] {
-    elem.as_bytes().expect("an element kept as bytes")
+    elem.as_bytes()
+        .expect("a large hash keeps its fields and values as bytes")
 }
