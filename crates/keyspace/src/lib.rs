@@ -11,6 +11,8 @@
 //!   hashes, sorted sets and lists.
 //! - [`set`]: the set value (an intset or a hashtable, as Redis 7.0).
 //! - [`list`]: the list value, packs in a deque (Redis' quicklist).
+//! - [`thin`]: a byte string behind one thin pointer, the entries of large collections.
+//! - [`hash`]: the hash value ([`Hash`]), compact or large.
 //! - [`zset`]: the sorted set value.
 //! - [`stream`]: the stream value.
 //! - [`thin`]: an immutable byte string behind one 8-byte pointer.
@@ -19,6 +21,7 @@
 pub mod clock;
 pub mod compact;
 pub mod glob;
+pub mod hash;
 pub mod keyspace;
 pub mod lazyfree;
 pub mod list;
@@ -32,6 +35,7 @@ pub mod value;
 pub mod zset;
 
 pub use clock::{Clock, Deadline, Now, Tick};
+pub use hash::Hash;
 pub use keyspace::{
     record, Effects, EvictionCandidate, KeyEvent, KeyEvents, KeyWaiter, Keyspace, Locked, LongWait,
     Snapshot, Tracked, TrackedChanges, Woken,

@@ -1,16 +1,16 @@
 //! What a key holds.
 
-use std::collections::HashMap;
-
 use crate::clock::Deadline;
+use crate::hash::Hash;
 use crate::list::List;
 use crate::set::Set;
 use crate::stream::Stream;
 use crate::zset::SortedSet;
 
 /// The value stored under a key. Each data type joins this enum (and the persistence
-/// format) in one place. Every variant but the string is boxed, so the enum (and with it
-/// every hash-table slot) is only as large as a `Vec`: most keys hold strings.
+/// format) in one place. Every variant but the string and the hash (16 bytes: a form and
+/// one pointer) is boxed, so the enum (and with it every key's slot) is only as large as a
+/// `Vec`: most keys hold strings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
     /// A binary-safe string.
@@ -18,7 +18,8 @@ pub enum Value {
     /// A list: one pack when small, else a boxed deque of packs (16 bytes either way).
     List(List),
     Set(Set),
-    Hash(Box<HashMap<Vec<u8>, Vec<u8>>>),
+    /// A hash: one pack when small, else a box of its table (16 bytes either way).
+    Hash(Hash),
     /// Unboxed: a sorted set is 16 bytes (a listpack or a box of its large form).
     ZSet(SortedSet),
     Stream(Box<Stream>),
@@ -61,12 +62,6 @@ impl ValueKind {
     }
 }
 
-/// Redis 7.0's default thresholds for the compact encodings (`*-max-listpack-*`,
-/// `set-max-intset-entries`); `OBJECT ENCODING` reports against these.
-/// `hash-max-listpack-entries` is larger than the sorted sets' limit in Redis 7.0.
-const HASH_LISTPACK_MAX_ENTRIES: usize = 512;
-const LISTPACK_MAX_VALUE: usize = 64;
-
 /// Redis keeps strings up to this length in one allocation with their header ("embstr").
 const EMBSTR_MAX_LEN: usize = 44;
 
@@ -97,17 +92,7 @@ impl Value {
             // Redis 7.0 keeps every list in a quicklist.
             Value::List(_) => "quicklist",
             Value::Set(set) => set.encoding(),
-            Value::Hash(fields) => {
-                let small = fields.len() <= HASH_LISTPACK_MAX_ENTRIES
-                    && fields.iter().all(|(f, v)| {
-                        f.len() <= LISTPACK_MAX_VALUE && v.len() <= LISTPACK_MAX_VALUE
-                    });
-                if small {
-                    "listpack"
-                } else {
-                    "hashtable"
-                }
-            }
+            Value::Hash(hash) => hash.encoding(),
             Value::ZSet(set) => set.encoding(),
             Value::Stream(_) => "stream",
         }
@@ -119,10 +104,7 @@ impl Value {
             Value::Str(bytes) => bytes.capacity(),
             Value::List(list) => list.heap_bytes(),
             Value::Set(set) => set.heap_bytes(),
-            Value::Hash(fields) => fields
-                .iter()
-                .map(|(f, v)| f.capacity() + v.capacity() + 56)
-                .sum::<usize>(),
+            Value::Hash(hash) => hash.heap_bytes(),
             Value::ZSet(set) => set.heap_bytes(),
             Value::Stream(stream) => stream.heap_bytes(),
         }
@@ -133,11 +115,11 @@ impl Value {
     pub fn free_effort(&self) -> usize {
         match self {
             Value::Str(_) => 1,
-            // As Redis counts: a node of a list, one allocation for an intset.
+            // As Redis counts: one allocation for a compact form, a node of a list.
+            _ if matches!(self.encoding(), "listpack" | "intset") => 1,
             Value::List(list) => list.node_count(),
-            Value::Set(set) if set.is_intset() => 1,
             Value::Set(set) => set.len(),
-            Value::Hash(fields) => fields.len(),
+            Value::Hash(hash) => hash.len(),
             Value::ZSet(set) => set.len(),
             Value::Stream(stream) => stream.len(),
         }

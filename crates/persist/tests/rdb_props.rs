@@ -61,7 +61,7 @@ fn hash() -> impl Strategy<Value = Value> {
         proptest::collection::hash_map(bytes(), bytes(), 1..20),
         proptest::collection::hash_map(bytes(), bytes(), 1..300),
     ]
-    .prop_map(|fields| Value::Hash(Box::new(fields)))
+    .prop_map(|fields| Value::Hash(fields.into_iter().collect()))
 }
 
 fn zset() -> impl Strategy<Value = Value> {

@@ -4,10 +4,10 @@
 //! actually arrives), every loop consumes input, and each structure is checked the way
 //! Redis' deep sanitization checks it, so a bad file gives an error, never a panic.
 
-use std::collections::HashMap;
 use std::io::{ErrorKind, Read};
 
-use latch_keyspace::{Elem, List, Pack, Set, SortedSet, Value};
+use latch_keyspace::hash::DuplicateField;
+use latch_keyspace::{compact, Elem, Hash, List, Pack, Set, SortedSet, Value};
 
 use super::encode::{is_empty_collection, CONTAINER_PACKED, CONTAINER_PLAIN};
 use super::listpack::{self, Element};
@@ -196,6 +196,18 @@ fn pack_of(elements: &[Element<'_>]) -> Pack {
     pack
 }
 
+/// A hash of separately read fields and values, in their order, checking their lengths
+/// against the compact thresholds as Redis does for such encodings.
+fn load_hash<'a, R: Read>(
+    input: &Input<R>,
+    pairs: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+) -> Result<Hash, RdbError> {
+    let pairs: Vec<(Elem<'a>, Elem<'a>)> = pairs
+        .map(|(field, value)| (Elem::Bytes(field), Elem::Bytes(value)))
+        .collect();
+    Hash::load(&pairs, true).map_err(|DuplicateField| input.corrupt("duplicate hash field"))
+}
+
 fn capacity(claimed: u64) -> usize {
     claimed.min(MAX_PREALLOC as u64) as usize
 }
@@ -249,27 +261,31 @@ pub(crate) fn read_object<R: Read>(
             Value::ZSet(set)
         }
         types::HASH => {
+            // As Redis' rdbLoadObject: too many entries for the compact form, and the hash
+            // is large from the start; otherwise its lengths decide.
             let len = input.read_len()?;
-            let mut fields = HashMap::with_capacity(capacity(len));
-            for _ in 0..len {
-                let field = input.read_string()?;
-                let value = input.read_string()?;
-                if fields.insert(field, value).is_some() {
-                    return Err(input.corrupt("duplicate hash field"));
+            let hash = if len > compact::hash_max_entries() as u64 {
+                let mut hash = Hash::for_large_load(capacity(len));
+                for _ in 0..len {
+                    let field = input.read_string()?;
+                    let value = input.read_string()?;
+                    hash.push_loaded(&field, &value)
+                        .map_err(|DuplicateField| input.corrupt("duplicate hash field"))?;
                 }
-            }
-            Value::Hash(fields.into())
+                hash
+            } else {
+                let mut pairs = Vec::with_capacity(capacity(len));
+                for _ in 0..len {
+                    pairs.push((input.read_string()?, input.read_string()?));
+                }
+                load_hash(input, pairs.iter().map(|(f, v)| (&f[..], &v[..])))?
+            };
+            Value::Hash(hash)
         }
         types::HASH_ZIPMAP => {
             let blob = input.read_string()?;
             let pairs = ziplist::parse_zipmap(&blob).map_err(|e| input.corrupt(e))?;
-            let mut fields = HashMap::with_capacity(pairs.len());
-            for (field, value) in pairs {
-                if fields.insert(field.to_vec(), value.to_vec()).is_some() {
-                    return Err(input.corrupt("duplicate hash field"));
-                }
-            }
-            Value::Hash(fields.into())
+            Value::Hash(load_hash(input, pairs.into_iter())?)
         }
         types::LIST_ZIPLIST => {
             let blob = input.read_string()?;
@@ -333,16 +349,14 @@ pub(crate) fn read_object<R: Read>(
             if elements.len() % 2 != 0 {
                 return Err(input.corrupt("hash with a field but no value"));
             }
-            let mut fields = HashMap::with_capacity(elements.len() / 2);
-            for pair in elements.chunks_exact(2) {
-                if fields
-                    .insert(pair[0].to_bytes(), pair[1].to_bytes())
-                    .is_some()
-                {
-                    return Err(input.corrupt("duplicate hash field"));
-                }
-            }
-            Value::Hash(fields.into())
+            // Kept in the file's order; Redis checks only the entry count here.
+            let pairs: Vec<(Elem<'_>, Elem<'_>)> = elements
+                .chunks_exact(2)
+                .map(|pair| (pair[0].to_elem(), pair[1].to_elem()))
+                .collect();
+            let hash = Hash::load(&pairs, false)
+                .map_err(|DuplicateField| input.corrupt("duplicate hash field"))?;
+            Value::Hash(hash)
         }
         types::LIST_QUICKLIST | types::LIST_QUICKLIST_2 => {
             let nodes = input.read_len()?;

@@ -3,8 +3,6 @@
 //! Encoders write into a [`Sink`], which cannot fail: the file writer buffers and keeps the
 //! first I/O error for later, so the encoders need no error paths.
 
-use std::collections::HashMap;
-
 use latch_keyspace::{parse_i64_strict, Elem, List, Value};
 
 use super::{listpack, stream, types};
@@ -27,11 +25,6 @@ const LIST_NODE_MAX_BYTES: usize = 8192;
 const LIST_ELEMENT_OVERHEAD: usize = 8;
 /// List elements this large get a node of their own, stored as-is ("plain").
 const LIST_PLAIN_THRESHOLD: usize = 1 << 30;
-/// Redis 7.0's defaults for the compact encodings of sets, hashes and sorted sets. Note
-/// that hashes stay listpacks up to 512 entries (both compiled in and in the shipped
-/// redis.conf), sorted sets only up to 128.
-const HASH_MAX_LISTPACK_ENTRIES: usize = 512;
-const MAX_LISTPACK_VALUE: usize = 64;
 /// Quicklist node containers.
 pub(crate) const CONTAINER_PLAIN: u64 = 1;
 pub(crate) const CONTAINER_PACKED: u64 = 2;
@@ -106,7 +99,7 @@ pub(crate) fn is_empty_collection(value: &Value) -> bool {
         Value::Str(_) | Value::Stream(_) => false,
         Value::List(list) => list.is_empty(),
         Value::Set(members) => members.is_empty(),
-        Value::Hash(fields) => fields.is_empty(),
+        Value::Hash(hash) => hash.is_empty(),
         Value::ZSet(set) => set.is_empty(),
     }
 }
@@ -140,24 +133,26 @@ pub(crate) fn put_typed_value(out: &mut impl Sink, key: Option<&[u8]>, value: &V
                 }
             }
         },
-        Value::Hash(fields) => {
-            if hash_is_small(fields) {
+        // A compact hash is a listpack in Redis too: its pack becomes one, element by
+        // element, in its order.
+        Value::Hash(hash) => match hash.as_pack() {
+            Some(pack) => {
                 put_header(out, types::HASH_LISTPACK, key);
                 let mut lp = listpack::Builder::new();
-                for (field, value) in fields.iter() {
-                    lp.push(field);
-                    lp.push(value);
+                for elem in pack.iter() {
+                    lp.push_elem(elem);
                 }
                 put_string(out, &lp.finish());
-            } else {
+            }
+            None => {
                 put_header(out, types::HASH, key);
-                put_len(out, fields.len() as u64);
-                for (field, value) in fields.iter() {
-                    put_string(out, field);
-                    put_string(out, value);
+                put_len(out, hash.len() as u64);
+                for (field, value) in hash.iter() {
+                    put_elem(out, field);
+                    put_elem(out, value);
                 }
             }
-        }
+        },
         Value::ZSet(set) => {
             if let Some(pack) = set.pack() {
                 // Straight from the set's own listpack: members as they are, scores as the
@@ -193,11 +188,12 @@ pub(crate) fn put_typed_value(out: &mut impl Sink, key: Option<&[u8]>, value: &V
     }
 }
 
-fn hash_is_small(fields: &HashMap<Vec<u8>, Vec<u8>>) -> bool {
-    fields.len() <= HASH_MAX_LISTPACK_ENTRIES
-        && fields
-            .iter()
-            .all(|(f, v)| f.len() <= MAX_LISTPACK_VALUE && v.len() <= MAX_LISTPACK_VALUE)
+/// An element of a collection as an RDB string (its text: integers in decimal).
+fn put_elem(out: &mut impl Sink, elem: Elem<'_>) {
+    match elem.as_bytes() {
+        Some(bytes) => put_string(out, bytes),
+        None => put_string(out, &elem.to_vec()),
+    }
 }
 
 /// A score as text that reads back as exactly the same double: integers as integers (the

@@ -6,7 +6,7 @@
 //! integer or a string length), the payload, then the element's own length written
 //! backwards ("backlen") so the list can be walked from the end.
 
-use latch_keyspace::parse_i64_strict;
+use latch_keyspace::{parse_i64_strict, Elem};
 
 const HEADER: usize = 6;
 const END: u8 = 0xff;
@@ -122,6 +122,16 @@ impl Builder {
         match parse_i64_strict(item) {
             Some(v) => self.push_int(v),
             None => self.push_str(item),
+        }
+    }
+
+    /// Appends an element of a Latch pack, which keeps canonical integers as integers
+    /// already (so its strings need no second look); doubles go in as their text.
+    pub(crate) fn push_elem(&mut self, elem: Elem<'_>) {
+        match elem {
+            Elem::Int(v) => self.push_int(v),
+            Elem::Bytes(s) => self.push_str(s),
+            Elem::Float(x) => self.push(super::encode::score_text(x).as_bytes()),
         }
     }
 

@@ -29,12 +29,7 @@ fn set(items: impl IntoIterator<Item = String>) -> Value {
 }
 
 fn hash(pairs: impl IntoIterator<Item = (String, String)>) -> Value {
-    Value::Hash(Box::new(
-        pairs
-            .into_iter()
-            .map(|(f, v)| (f.into_bytes(), v.into_bytes()))
-            .collect(),
-    ))
+    Value::Hash(pairs.into_iter().collect())
 }
 
 fn zset(pairs: impl IntoIterator<Item = (String, f64)>) -> Value {

@@ -9,7 +9,7 @@
 use std::cmp::Ordering;
 
 use bytes::Bytes;
-use latch_keyspace::{Locked, Value};
+use latch_keyspace::{Elem, Locked, Value};
 
 use super::{err, is, parse_f64, parse_i64, Ctx};
 use crate::pubsub::notify;
@@ -463,7 +463,7 @@ fn lookup_by_pattern(
     key.extend_from_slice(&pattern[star + 1..key_end]);
     match (keys.get(db, &key).map(|v| &*v), field) {
         (Some(Value::Str(value)), None) => Some(value.clone()),
-        (Some(Value::Hash(fields)), Some((_, name))) => fields.get(name).cloned(),
+        (Some(Value::Hash(hash)), Some((_, name))) => hash.get(name).map(Elem::to_vec),
         _ => None,
     }
 }

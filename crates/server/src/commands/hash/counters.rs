@@ -1,6 +1,7 @@
 //! Numbers kept in hash fields: HINCRBY, HINCRBYFLOAT.
 
 use bytes::Bytes;
+use latch_keyspace::Elem;
 
 use super::hash_for_write;
 use crate::commands::string::long_double::{LongDouble, Number};
@@ -60,13 +61,14 @@ fn hincrby(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     };
     let db = ctx.db();
     let key = &args[1][..];
-    let Some(fields) = hash_for_write(ctx.keys, db, key) else {
+    let Some(hash) = hash_for_write(ctx.keys, db, key) else {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };
-    let current = match fields.get(&args[2][..]) {
+    let current = match hash.get(&args[2]) {
         None => 0,
-        Some(text) => match parse_i64(text) {
+        Some(Elem::Int(n)) => n,
+        Some(stored) => match stored.as_bytes().and_then(parse_i64) {
             Some(n) => n,
             None => {
                 ctx.reply.error(b"ERR hash value is not an integer");
@@ -78,10 +80,7 @@ fn hincrby(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.error(err::OVERFLOW);
         return;
     };
-    fields.insert(
-        args[2].to_vec(),
-        itoa::Buffer::new().format(result).as_bytes().to_vec(),
-    );
+    hash.insert(&args[2], itoa::Buffer::new().format(result).as_bytes());
     ctx.keys.signal_modified(db, key);
     ctx.notify(notify::HASH, "hincrby", key);
     ctx.reply.integer(result);
@@ -114,13 +113,13 @@ fn hincrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     };
     let db = ctx.db();
     let key = &args[1][..];
-    let Some(fields) = hash_for_write(ctx.keys, db, key) else {
+    let Some(hash) = hash_for_write(ctx.keys, db, key) else {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };
-    let current = match fields.get(&args[2][..]) {
+    let current = match hash.get(&args[2]) {
         None => Number::Finite(LongDouble::ZERO),
-        Some(text) => match parse_number(text) {
+        Some(stored) => match parse_number(&stored.to_vec()) {
             Some(number) => number,
             None => {
                 ctx.reply.error(b"ERR hash value is not a float");
@@ -142,8 +141,8 @@ fn hincrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     ctx.reply.bulk(&text);
     // Logged as the value it stored, as Redis does: a replay then cannot round or format
     // the sum differently.
-    let logged = Bytes::from(text.clone());
-    fields.insert(args[2].to_vec(), text);
+    hash.insert(&args[2], &text);
+    let logged = Bytes::from(text);
     ctx.keys.signal_modified(db, key);
     ctx.notify(notify::HASH, "hincrbyfloat", key);
     ctx.propagate(vec![

@@ -2,10 +2,11 @@
 //! HEXISTS, HSTRLEN.
 
 use bytes::Bytes;
-use latch_keyspace::Locked;
+use latch_keyspace::hash::text;
+use latch_keyspace::{Hash, Locked};
 use latch_protocol::Reply;
 
-use super::{hash_for_write, hash_mut, hash_of, Fields};
+use super::{hash_for_write, hash_mut, hash_of, reply_elem};
 use crate::commands::{arity_error, err, Ctx};
 use crate::pubsub::notify;
 use crate::spec::{acl, docflag, flag, keyflag, Arg, CommandSpec, Group, KeySpec};
@@ -170,13 +171,13 @@ fn set_fields(ctx: &mut Ctx<'_, '_>, args: &[Bytes], name: &str) -> Option<usize
     }
     let db = ctx.db();
     let key = &args[1][..];
-    let Some(fields) = hash_for_write(ctx.keys, db, key) else {
+    let Some(hash) = hash_for_write(ctx.keys, db, key) else {
         ctx.reply.error(err::WRONGTYPE);
         return None;
     };
     let mut created = 0;
     for pair in args[2..].chunks_exact(2) {
-        if fields.insert(pair[0].to_vec(), pair[1].to_vec()).is_none() {
+        if hash.insert(&pair[0], &pair[1]) {
             created += 1;
         }
     }
@@ -201,15 +202,15 @@ fn hmset(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 fn hsetnx(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     let key = &args[1][..];
-    let Some(fields) = hash_for_write(ctx.keys, db, key) else {
+    let Some(hash) = hash_for_write(ctx.keys, db, key) else {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };
-    if fields.contains_key(&args[2][..]) {
+    if hash.contains(&args[2]) {
         ctx.reply.integer(0);
         return;
     }
-    fields.insert(args[2].to_vec(), args[3].to_vec());
+    hash.insert(&args[2], &args[3]);
     ctx.keys.signal_modified(db, key);
     ctx.notify(notify::HASH, "hset", key);
     ctx.reply.integer(1);
@@ -222,11 +223,11 @@ pub(super) fn read<'a>(
     reply: &mut Reply,
     db: usize,
     key: &[u8],
-) -> Result<Option<&'a Fields>, ()> {
+) -> Result<Option<&'a Hash>, ()> {
     match keys.get(db, key) {
         None => Ok(None),
         Some(entry) => match hash_of(entry) {
-            Some(fields) => Ok(Some(fields)),
+            Some(hash) => Ok(Some(hash)),
             None => {
                 reply.error(err::WRONGTYPE);
                 Err(())
@@ -239,23 +240,23 @@ fn hget(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     let value = match read(ctx.keys, ctx.reply, db, &args[1]) {
         Err(()) => return,
-        Ok(fields) => fields.and_then(|f| f.get(&args[2][..])),
+        Ok(hash) => hash.and_then(|h| h.get(&args[2])),
     };
     match value {
-        Some(value) => ctx.reply.bulk(value),
+        Some(value) => reply_elem(ctx.reply, value),
         None => ctx.reply.null(),
     }
 }
 
 fn hmget(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
-    let Ok(fields) = read(ctx.keys, ctx.reply, db, &args[1]) else {
+    let Ok(hash) = read(ctx.keys, ctx.reply, db, &args[1]) else {
         return;
     };
     ctx.reply.array(args.len() - 2);
     for field in &args[2..] {
-        match fields.and_then(|f| f.get(&field[..])) {
-            Some(value) => ctx.reply.bulk(value),
+        match hash.and_then(|h| h.get(field)) {
+            Some(value) => reply_elem(ctx.reply, value),
             None => ctx.reply.null(),
         }
     }
@@ -268,20 +269,20 @@ fn hdel(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.integer(0);
         return;
     };
-    let Some(fields) = hash_mut(entry) else {
+    let Some(hash) = hash_mut(entry) else {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };
     let mut deleted = 0u64;
     for field in &args[2..] {
-        if fields.remove(&field[..]).is_some() {
+        if hash.remove(field) {
             deleted += 1;
-            if fields.is_empty() {
+            if hash.is_empty() {
                 break;
             }
         }
     }
-    let emptied = fields.is_empty();
+    let emptied = hash.is_empty();
     if emptied {
         ctx.keys.remove(db, key);
     }
@@ -300,7 +301,7 @@ fn hlen(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     let len = match read(ctx.keys, ctx.reply, db, &args[1]) {
         Err(()) => return,
-        Ok(fields) => fields.map_or(0, |f| f.len()),
+        Ok(hash) => hash.map_or(0, Hash::len),
     };
     ctx.reply.integer(len as i64);
 }
@@ -309,7 +310,7 @@ fn hexists(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     let found = match read(ctx.keys, ctx.reply, db, &args[1]) {
         Err(()) => return,
-        Ok(fields) => fields.is_some_and(|f| f.contains_key(&args[2][..])),
+        Ok(hash) => hash.is_some_and(|h| h.contains(&args[2])),
     };
     ctx.reply.integer(i64::from(found));
 }
@@ -318,9 +319,10 @@ fn hstrlen(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     let len = match read(ctx.keys, ctx.reply, db, &args[1]) {
         Err(()) => return,
-        Ok(fields) => fields
-            .and_then(|f| f.get(&args[2][..]))
-            .map_or(0, |v| v.len()),
+        // Integers kept as numbers count their digits, as Redis' sdigits10.
+        Ok(hash) => hash
+            .and_then(|h| h.get(&args[2]))
+            .map_or(0, |value| text(value, &mut itoa::Buffer::new()).len()),
     };
     ctx.reply.integer(len as i64);
 }

@@ -5,15 +5,15 @@
 //! - [`counters`]: HINCRBY, HINCRBYFLOAT.
 //!
 //! Shared here: reading a value as a hash (the one place that knows which value type is a
-//! hash).
+//! hash), and replying with what a hash holds. The value itself, its compact and large
+//! forms and when it converts, is `latch_keyspace::hash`.
 
 mod counters;
 mod fields;
 mod whole;
 
-use std::collections::HashMap;
-
-use latch_keyspace::Value;
+use latch_keyspace::{Elem, Hash, Value};
+use latch_protocol::Reply;
 
 use crate::spec::CommandSpec;
 
@@ -36,21 +36,29 @@ pub static COMMANDS: &[CommandSpec] = &[
     whole::HRANDFIELD,
 ];
 
-/// A hash's fields and their values.
-pub(crate) type Fields = HashMap<Vec<u8>, Vec<u8>>;
-
-/// The fields of a hash value, `None` for any other type (the caller answers WRONGTYPE).
-pub(crate) fn hash_of(value: &Value) -> Option<&Fields> {
+/// A value as a hash, `None` for any other type (the caller answers WRONGTYPE).
+pub(crate) fn hash_of(value: &Value) -> Option<&Hash> {
     match value {
-        Value::Hash(fields) => Some(fields),
+        Value::Hash(hash) => Some(hash),
         _ => None,
     }
 }
 
-fn hash_mut(value: &mut Value) -> Option<&mut Fields> {
+fn hash_mut(value: &mut Value) -> Option<&mut Hash> {
     match value {
-        Value::Hash(fields) => Some(fields),
+        Value::Hash(hash) => Some(hash),
         _ => None,
+    }
+}
+
+/// Replies with a field or value as a bulk string (a compact hash keeps integers as
+/// numbers; Redis replies with their decimal text too).
+#[inline]
+fn reply_elem(reply: &mut Reply, elem: Elem<'_>) {
+    match elem {
+        Elem::Bytes(bytes) => reply.bulk(bytes),
+        Elem::Int(n) => reply.bulk_integer(n),
+        Elem::Float(x) => reply.bulk(x.to_string().as_bytes()),
     }
 }
 
@@ -62,9 +70,9 @@ fn hash_for_write<'a>(
     keys: &'a mut latch_keyspace::Locked<'_>,
     db: usize,
     key: &[u8],
-) -> Option<&'a mut Fields> {
+) -> Option<&'a mut Hash> {
     if !keys.exists(db, key) {
-        keys.set(db, key, Value::Hash(Box::default()), None);
+        keys.set(db, key, Value::Hash(Hash::new()), None);
     }
     keys.get(db, key).and_then(|entry| hash_mut(entry))
 }

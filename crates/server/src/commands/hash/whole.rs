@@ -1,15 +1,15 @@
 //! Reading a whole hash or parts of it at a time: HGETALL, HKEYS, HVALS, HSCAN, HRANDFIELD.
 
 use bytes::Bytes;
+use latch_keyspace::hash::text;
+use latch_keyspace::Elem;
 use latch_protocol::Resp;
 
 use super::fields::read;
-use super::hash_of;
+use super::{hash_of, reply_elem};
 use crate::commands::keys::scan::parse_cursor;
-use crate::commands::set::random::{
-    distinct_picks, parse_random_count, picks_with_repeats, MAX_REPEATED_PICKS,
-};
-use crate::commands::set::scan::{parse_options, reply_scan, scans_whole, walk};
+use crate::commands::set::random::{parse_random_count, MAX_REPEATED_PICKS};
+use crate::commands::set::scan::{parse_options, reply_scan, walk};
 use crate::commands::{err, is, Ctx};
 use crate::spec::{acl, flag, keyflag, Arg, ArgType, CommandSpec, Group, KeySpec};
 
@@ -123,20 +123,20 @@ enum Listing {
 
 fn list_hash(ctx: &mut Ctx<'_, '_>, args: &[Bytes], listing: Listing) {
     let db = ctx.db();
-    let Ok(fields) = read(ctx.keys, ctx.reply, db, &args[1]) else {
+    let Ok(hash) = read(ctx.keys, ctx.reply, db, &args[1]) else {
         return;
     };
-    let len = fields.map_or(0, |f| f.len());
+    let len = hash.map_or(0, |h| h.len());
     match listing {
         Listing::Pairs => ctx.reply.map(len),
         Listing::Fields | Listing::Values => ctx.reply.array(len),
     }
-    for (field, value) in fields.into_iter().flatten() {
+    for (field, value) in hash.into_iter().flat_map(|h| h.iter()) {
         if listing != Listing::Values {
-            ctx.reply.bulk(field);
+            reply_elem(ctx.reply, field);
         }
         if listing != Listing::Fields {
-            ctx.reply.bulk(value);
+            reply_elem(ctx.reply, value);
         }
     }
 }
@@ -165,27 +165,36 @@ fn hscan(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         reply_scan(ctx.reply, 0, &[]);
         return;
     };
-    let Some(fields) = hash_of(entry) else {
+    let Some(hash) = hash_of(entry) else {
         ctx.reply.error(err::WRONGTYPE);
         return;
     };
     let Some(options) = parse_options(ctx.reply, &args[3..]) else {
         return;
     };
-    let pairs = fields.iter().map(|(f, v)| (&f[..], &v[..]));
-    let (next, chosen) = if scans_whole(entry) {
-        (0, pairs.collect())
+    // A compact hash comes back whole, in its order, with cursor 0, as Redis scans a
+    // listpack.
+    let (next, chosen) = if hash.is_compact() {
+        (0, hash.iter().collect())
     } else {
-        walk(pairs, |(field, _)| field, cursor, options.count)
+        walk(
+            hash.iter(),
+            |(field, _)| bytes_of(field),
+            cursor,
+            options.count,
+        )
     };
-    let mut shown: Vec<&[u8]> = Vec::with_capacity(chosen.len() * 2);
-    for (field, value) in chosen {
-        if options.matches(field) {
-            shown.push(field);
-            shown.push(value);
-        }
+    let shown: Vec<(Elem<'_>, Elem<'_>)> = chosen
+        .into_iter()
+        .filter(|(field, _)| options.matches(text(*field, &mut itoa::Buffer::new())))
+        .collect();
+    ctx.reply.array(2);
+    ctx.reply.bulk(itoa::Buffer::new().format(next).as_bytes());
+    ctx.reply.array(shown.len() * 2);
+    for (field, value) in shown {
+        reply_elem(ctx.reply, field);
+        reply_elem(ctx.reply, value);
     }
-    reply_scan(ctx.reply, next, &shown);
 }
 
 fn hrandfield(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
@@ -213,45 +222,35 @@ fn hrandfield(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
     }
     let db = ctx.db();
-    let Ok(fields) = read(ctx.keys, ctx.reply, db, &args[1]) else {
+    let Ok(hash) = read(ctx.keys, ctx.reply, db, &args[1]) else {
         return;
     };
-    let Some(fields) = fields.filter(|f| !f.is_empty()) else {
+    let Some(hash) = hash.filter(|h| !h.is_empty()) else {
         match count {
             None => ctx.reply.null(),
             Some(_) => ctx.reply.array(0),
         }
         return;
     };
+    let mut rng = rand::thread_rng();
     let Some(count) = count else {
-        // The table has no random access: walk to one picked position.
-        let index = picks_with_repeats(fields.len(), 1);
-        match index.first().and_then(|&i| fields.keys().nth(i)) {
-            Some(field) => ctx.reply.bulk(field),
+        match hash.random_pair(&mut rng) {
+            Some((field, _)) => reply_elem(ctx.reply, field),
             None => ctx.reply.null(),
         }
         return;
     };
-    let pairs: Vec<(&[u8], &[u8])> = fields.iter().map(|(f, v)| (&f[..], &v[..])).collect();
     let wanted = count.unsigned_abs();
-    let chosen: Vec<(&[u8], &[u8])> = if wanted == 0 {
+    let chosen: Vec<(Elem<'_>, Elem<'_>)> = if wanted == 0 {
         Vec::new()
     } else if count < 0 || wanted == 1 {
         if wanted > MAX_REPEATED_PICKS {
             ctx.reply.error(b"ERR value is out of range");
             return;
         }
-        picks_with_repeats(pairs.len(), wanted)
-            .into_iter()
-            .map(|i| pairs[i])
-            .collect()
-    } else if wanted >= pairs.len() as u64 {
-        pairs
+        hash.random_pairs(wanted as usize, &mut rng)
     } else {
-        distinct_picks(pairs.len(), wanted as usize)
-            .into_iter()
-            .map(|i| pairs[i])
-            .collect()
+        hash.distinct_random_pairs(usize::try_from(wanted).unwrap_or(usize::MAX), &mut rng)
     };
     // RESP3 nests each field with its value; RESP2 lists them flat.
     let nested = with_values && ctx.reply.resp() == Resp::V3;
@@ -264,9 +263,15 @@ fn hrandfield(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         if nested {
             ctx.reply.array(2);
         }
-        ctx.reply.bulk(field);
+        reply_elem(ctx.reply, field);
         if with_values {
-            ctx.reply.bulk(value);
+            reply_elem(ctx.reply, value);
         }
     }
+}
+
+/// A field or value of a large hash, which keeps every one as bytes.
+fn bytes_of(elem: Elem<'_>) -> &[u8] {
+    elem.as_bytes()
+        .expect("a large hash keeps its fields and values as bytes")
 }

@@ -74,12 +74,6 @@ pub(crate) fn parse_random_count(arg: &[u8]) -> Result<i64, Vec<u8>> {
     Ok(count)
 }
 
-/// `count` indexes below `len` (which is not 0), each drawn independently.
-pub(crate) fn picks_with_repeats(len: usize, count: u64) -> Vec<usize> {
-    let mut rng = rand::thread_rng();
-    (0..count).map(|_| rng.gen_range(0..len)).collect()
-}
-
 /// `count` distinct indexes below `len` (`count <= len`), in random order.
 pub(crate) fn distinct_picks(len: usize, count: usize) -> Vec<usize> {
     rand::seq::index::sample(&mut rand::thread_rng(), len, count).into_vec()

@@ -14,7 +14,6 @@ use std::hash::Hasher;
 
 use bytes::Bytes;
 use latch_keyspace::glob::glob_match;
-use latch_keyspace::Value;
 use latch_protocol::Reply;
 
 use super::set_of;
@@ -191,11 +190,6 @@ fn sscan(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         .filter(|m| options.matches(m))
         .collect();
     reply_scan(ctx.reply, next, &shown);
-}
-
-/// Whether a value is small enough that Redis would scan it whole in one call.
-pub(crate) fn scans_whole(value: &Value) -> bool {
-    matches!(value.encoding(), "intset" | "listpack")
 }
 
 #[cfg(test)]
