@@ -153,6 +153,10 @@ impl TailOffsets {
 
     /// An element was appended to the tail node at byte `at`.
     fn pushed(&mut self, at: usize) {
+        // Marks left past the end by pops would now point inside the new element.
+        while self.marks.last().is_some_and(|&m| m as usize >= at) {
+            self.marks.pop();
+        }
         let len = self.recent_len as usize;
         if len == 0 {
             return;
@@ -526,6 +530,11 @@ impl List {
             for (j, piece) in pieces.into_iter().enumerate() {
                 nodes.nodes.insert(k + j, piece);
             }
+            return;
+        }
+        if matches!(&self.repr, Repr::Single(pack) if pack.len() > SINGLE_MAX_ENTRIES) {
+            // An insert inside a full single pack: it fits a node, but not the single form.
+            self.make_nodes();
             return;
         }
         self.merge_around(k, limit);
