@@ -105,10 +105,10 @@ fn busy_polling_stops_for_a_client_that_pauses_and_resumes_for_one_that_does_not
         requests += 2;
         assert!(requests < 200 * PROBE_EVERY, "still not polling");
     }
-    assert!(
-        requests >= PROBE_EVERY,
-        "polling again after {requests} requests"
-    );
+    // No lower bound here: on a loaded machine a wake-up of the pausing phase can come
+    // within the near-miss bound (the server went to sleep late) and count toward the
+    // probe, so it may come before PROBE_EVERY back-to-back requests. The spacing of
+    // probes is checked with exact ticks by busy_poll.rs's unit tests.
 }
 
 #[test]
