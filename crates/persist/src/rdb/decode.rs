@@ -254,7 +254,7 @@ pub(crate) fn read_object<R: Read>(
                 } else {
                     input.read_text_double()?
                 };
-                add_scored(input, &mut set, &member, score)?;
+                add_scored(input, &mut set, &member, score, false)?;
             }
             // Redis loads a set that fits the thresholds as a listpack.
             set.compact_if_fits();
@@ -330,11 +330,7 @@ pub(crate) fn read_object<R: Read>(
                     }
                 };
                 let member = pair[0].to_bytes();
-                if keep {
-                    add_scored_keep_form(input, &mut set, &member, score)?;
-                } else {
-                    add_scored(input, &mut set, &member, score)?;
-                }
+                add_scored(input, &mut set, &member, score, keep)?;
             }
             Value::ZSet(set)
         }
@@ -407,33 +403,24 @@ pub(crate) fn read_object<R: Read>(
     Ok((!is_empty_collection(&value)).then_some(value))
 }
 
-/// Adds a sorted set member, refusing NaN scores and duplicates as Redis does.
+/// Adds a sorted set member, refusing NaN scores and duplicates as Redis does; with
+/// `keep_form`, a listpack being loaded as one stays one.
 fn add_scored<R: Read>(
     input: &Input<R>,
     set: &mut SortedSet,
     member: &[u8],
     score: f64,
+    keep_form: bool,
 ) -> Result<(), RdbError> {
     if score.is_nan() {
         return Err(input.corrupt("sorted set score is NaN"));
     }
-    if set.insert(member, score).is_some() {
-        return Err(input.corrupt("duplicate sorted set member"));
-    }
-    Ok(())
-}
-
-/// [`add_scored`] for a listpack being loaded as one.
-fn add_scored_keep_form<R: Read>(
-    input: &Input<R>,
-    set: &mut SortedSet,
-    member: &[u8],
-    score: f64,
-) -> Result<(), RdbError> {
-    if score.is_nan() {
-        return Err(input.corrupt("sorted set score is NaN"));
-    }
-    if set.insert_keep_form(member, score).is_some() {
+    let previous = if keep_form {
+        set.insert_keep_form(member, score)
+    } else {
+        set.insert(member, score)
+    };
+    if previous.is_some() {
         return Err(input.corrupt("duplicate sorted set member"));
     }
     Ok(())
