@@ -19,6 +19,8 @@ static ZSET_MAX_ENTRIES: AtomicUsize = AtomicUsize::new(128);
 static ZSET_MAX_VALUE: AtomicUsize = AtomicUsize::new(64);
 /// `list-max-listpack-size` (default -2: 8 KiB per node; positive: entries per node).
 static LIST_MAX_SIZE: AtomicI64 = AtomicI64::new(-2);
+/// `list-compress-depth` (default 0: no node is compressed).
+static LIST_COMPRESS_DEPTH: AtomicUsize = AtomicUsize::new(0);
 
 /// The values CONFIG holds, all at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,6 +31,7 @@ pub struct Thresholds {
     pub zset_max_entries: usize,
     pub zset_max_value: usize,
     pub list_max_size: i64,
+    pub list_compress_depth: usize,
 }
 
 impl Default for Thresholds {
@@ -41,6 +44,7 @@ impl Default for Thresholds {
             zset_max_entries: 128,
             zset_max_value: 64,
             list_max_size: -2,
+            list_compress_depth: 0,
         }
     }
 }
@@ -53,6 +57,7 @@ pub fn set(t: Thresholds) {
     ZSET_MAX_ENTRIES.store(t.zset_max_entries, Ordering::Relaxed);
     ZSET_MAX_VALUE.store(t.zset_max_value, Ordering::Relaxed);
     LIST_MAX_SIZE.store(t.list_max_size, Ordering::Relaxed);
+    LIST_COMPRESS_DEPTH.store(t.list_compress_depth, Ordering::Relaxed);
 }
 
 /// The thresholds in force.
@@ -64,6 +69,7 @@ pub fn get() -> Thresholds {
         zset_max_entries: zset_max_entries(),
         zset_max_value: zset_max_value(),
         list_max_size: list_max_size(),
+        list_compress_depth: list_compress_depth(),
     }
 }
 
@@ -89,6 +95,11 @@ pub fn zset_max_value() -> usize {
 
 pub fn list_max_size() -> i64 {
     LIST_MAX_SIZE.load(Ordering::Relaxed)
+}
+
+/// `list-compress-depth`: how many nodes at each end of a list stay uncompressed (0: all).
+pub fn list_compress_depth() -> usize {
+    LIST_COMPRESS_DEPTH.load(Ordering::Relaxed)
 }
 
 /// `list-max-listpack-size` as a limit on one node: `(max entries, max bytes)`. Positive

@@ -22,14 +22,23 @@
 //! Changes in the middle (LINSERT, LSET, LREM) split a node that outgrew the limit and
 //! merge neighbours that fit together again, as quicklist does.
 //!
-//! `list-compress-depth` is accepted by CONFIG but not acted on: nodes are never
-//! compressed.
+//!
+//! `list-compress-depth` N > 0 keeps the N nodes at each end as packs and holds the nodes
+//! between them LZ4-compressed ([`Compressed`]), as Redis holds them LZF-compressed: a
+//! node is compressed when it becomes an inner one and takes at least
+//! [`MIN_COMPRESS_BYTES`], if that saves at least [`MIN_COMPRESS_IMPROVE`] bytes (else it
+//! stays a pack, marked so no later change retries it until it changes). Pushes and pops
+//! touch the end nodes, so only a node crossing the depth boundary is compressed or
+//! restored. A read of an inner node restores a copy and leaves the node compressed; a
+//! change there restores the node itself, and the change's end compresses it again. As in
+//! Redis, a list keeps the depth in force when it became more than one node.
 
 use std::collections::VecDeque;
 use std::fmt;
 
 use crate::compact;
 use crate::pack::{self, Elem, Pack};
+use crate::thin::ThinBytes;
 use crate::value::parse_i64_strict;
 
 /// Redis' byte limit on a node whose size is given in entries.
@@ -46,6 +55,13 @@ pub const TAIL_OFFSETS: usize = 16;
 /// head node's bytes (as Redis' listpack insert does), and 2 KiB nodes keep that short
 /// while costing 16 bytes per node (under 1%) and filling jemalloc's size classes.
 pub const NODE_MAX_BYTES: usize = 2048;
+
+/// Nodes smaller than this are never compressed (Redis' `MIN_COMPRESS_BYTES`).
+pub const MIN_COMPRESS_BYTES: usize = 48;
+
+/// A node is kept compressed only if that saves at least this many bytes (Redis'
+/// `MIN_COMPRESS_IMPROVE`).
+pub const MIN_COMPRESS_IMPROVE: usize = 8;
 
 /// How large one node may grow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,13 +86,36 @@ impl NodeLimit {
     }
 
     /// Whether `node` may take `count` more elements of `bytes` encoded bytes.
-    fn allows(self, node: &Pack, bytes: usize, count: usize) -> bool {
-        node.len() + count <= self.entries && node.heap_bytes() + bytes <= self.bytes
+    fn allows(self, node: &impl NodeSize, bytes: usize, count: usize) -> bool {
+        node.count() + count <= self.entries && node.pack_bytes() + bytes <= self.bytes
     }
 
     /// Whether `node` is within the limit (a single element always is).
-    fn fits(self, node: &Pack) -> bool {
-        node.len() <= 1 || (node.len() <= self.entries && node.heap_bytes() <= self.bytes)
+    fn fits(self, node: &impl NodeSize) -> bool {
+        let count = node.count();
+        count <= 1 || (count <= self.entries && node.pack_bytes() <= self.bytes)
+    }
+}
+
+/// What the node limit looks at: the elements and the bytes of the node as a pack.
+trait NodeSize {
+    fn count(&self) -> usize;
+    /// Bytes of encoded elements.
+    fn data_bytes(&self) -> usize;
+
+    /// Bytes of the node as a pack, header included.
+    fn pack_bytes(&self) -> usize {
+        pack::HEADER_BYTES + self.data_bytes()
+    }
+}
+
+impl NodeSize for Pack {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn data_bytes(&self) -> usize {
+        self.data_len()
     }
 }
 
@@ -123,10 +162,205 @@ enum Repr {
 
 #[derive(Clone, Default)]
 struct Nodes {
-    nodes: VecDeque<Pack>,
+    nodes: VecDeque<Node>,
     /// Elements in all nodes.
     len: usize,
     tail: TailOffsets,
+    /// `list-compress-depth` when the list became nodes (0: none compressed).
+    depth: usize,
+}
+
+/// One node of a boxed list.
+#[derive(Clone)]
+enum Node {
+    Plain(Pack),
+    /// An inner node that compression would not shrink enough: left as it is until it
+    /// changes (a change makes it `Plain`, to be tried again).
+    Incompressible(Pack),
+    Compressed(Compressed),
+}
+
+impl Node {
+    /// The node's pack, when it is not compressed.
+    #[cfg(test)]
+    fn as_pack(&self) -> Option<&Pack> {
+        match self {
+            Node::Plain(pack) | Node::Incompressible(pack) => Some(pack),
+            Node::Compressed(_) => None,
+        }
+    }
+
+    /// Calls `f` with the node's elements as a pack (a restored copy for a compressed one).
+    fn with_pack<R>(&self, f: impl FnOnce(&Pack) -> R) -> R {
+        match self {
+            Node::Plain(pack) | Node::Incompressible(pack) => f(pack),
+            Node::Compressed(packed) => f(&packed.restore()),
+        }
+    }
+
+    /// The node's pack, to change: a compressed node is restored first.
+    fn pack_mut(&mut self) -> &mut Pack {
+        match self {
+            Node::Plain(_) => {}
+            Node::Incompressible(_) | Node::Compressed(_) => {
+                let pack = match std::mem::replace(self, Node::Plain(Pack::new())) {
+                    Node::Plain(pack) | Node::Incompressible(pack) => pack,
+                    Node::Compressed(packed) => packed.restore(),
+                };
+                *self = Node::Plain(pack);
+            }
+        }
+        match self {
+            Node::Plain(pack) => pack,
+            _ => unreachable!("just made plain"),
+        }
+    }
+
+    fn into_pack(self) -> Pack {
+        match self {
+            Node::Plain(pack) | Node::Incompressible(pack) => pack,
+            Node::Compressed(packed) => packed.restore(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.count()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.count() == 0
+    }
+
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Node::Plain(pack) | Node::Incompressible(pack) => pack.heap_bytes(),
+            Node::Compressed(packed) => packed.0.heap_bytes(),
+        }
+    }
+
+    /// Compresses a plain node if that is worth it (else marks it incompressible).
+    fn compress(&mut self) {
+        if let Node::Plain(pack) = self {
+            *self = match Compressed::new(pack) {
+                Some(packed) => Node::Compressed(packed),
+                None => Node::Incompressible(std::mem::take(pack)),
+            };
+        }
+    }
+
+    /// Restores a compressed node (an end node is always a pack).
+    fn decompress(&mut self) {
+        if let Node::Compressed(_) = self {
+            self.pack_mut();
+        }
+    }
+}
+
+impl NodeSize for Node {
+    fn count(&self) -> usize {
+        match self {
+            Node::Plain(pack) | Node::Incompressible(pack) => pack.len(),
+            Node::Compressed(packed) => packed.count(),
+        }
+    }
+
+    fn data_bytes(&self) -> usize {
+        match self {
+            Node::Plain(pack) | Node::Incompressible(pack) => pack.data_len(),
+            Node::Compressed(packed) => packed.data_len(),
+        }
+    }
+}
+
+/// A node's pack data, LZ4-compressed, in one allocation behind a thin pointer:
+/// `[u32 element count][u32 data length][LZ4 block]`.
+#[derive(Clone)]
+struct Compressed(ThinBytes);
+
+impl Compressed {
+    /// The pack compressed, when it is large enough and compresses well enough.
+    fn new(pack: &Pack) -> Option<Compressed> {
+        let data = pack.data();
+        if data.len() < MIN_COMPRESS_BYTES {
+            return None;
+        }
+        let mut out = vec![0u8; 8 + lz4_flex::block::get_maximum_output_size(data.len())];
+        out[..4].copy_from_slice(&(pack.len() as u32).to_le_bytes());
+        out[4..8].copy_from_slice(&(data.len() as u32).to_le_bytes());
+        let size = lz4_flex::block::compress_into(data, &mut out[8..]).ok()?;
+        if size + MIN_COMPRESS_IMPROVE > data.len() {
+            return None;
+        }
+        Some(Compressed(ThinBytes::new(&out[..8 + size])))
+    }
+
+    fn field(&self, at: usize) -> usize {
+        let bytes = self.0.as_bytes();
+        u32::from_le_bytes(bytes[at..at + 4].try_into().expect("four bytes")) as usize
+    }
+
+    fn count(&self) -> usize {
+        self.field(0)
+    }
+
+    fn data_len(&self) -> usize {
+        self.field(4)
+    }
+
+    /// The pack it was made from.
+    fn restore(&self) -> Pack {
+        let block = &self.0.as_bytes()[8..];
+        Pack::from_encoded(self.data_len(), self.count(), |out| {
+            let size = lz4_flex::block::decompress_into(block, out)
+                .expect("a node this module compressed decompresses");
+            assert_eq!(size, out.len(), "a compressed node restores its whole pack");
+        })
+    }
+}
+
+impl Nodes {
+    /// Whether node `k` is an inner one that the list's depth compresses.
+    fn is_inner(&self, k: usize) -> bool {
+        self.depth > 0 && k >= self.depth && k + self.depth < self.nodes.len()
+    }
+
+    /// Brings node `k` to the form its place asks for.
+    fn settle_node(&mut self, k: usize) {
+        if k >= self.nodes.len() {
+            return;
+        }
+        if self.is_inner(k) {
+            self.nodes[k].compress();
+        } else {
+            self.nodes[k].decompress();
+        }
+    }
+
+    /// After nodes came or went at the ends: the nodes at the depth's boundaries.
+    fn settle_ends(&mut self) {
+        if self.depth == 0 {
+            return;
+        }
+        let (n, d) = (self.nodes.len(), self.depth);
+        for k in [
+            d.wrapping_sub(1),
+            d,
+            n.wrapping_sub(d + 1),
+            n.wrapping_sub(d),
+        ] {
+            self.settle_node(k);
+        }
+    }
+
+    /// After changes anywhere: every node (a tag check for those already settled).
+    fn settle_all(&mut self) {
+        if self.depth == 0 {
+            return;
+        }
+        for k in 0..self.nodes.len() {
+            self.settle_node(k);
+        }
+    }
 }
 
 /// Where the tail node's last elements start, so RPOP need not scan the whole node (a
@@ -239,13 +473,33 @@ impl List {
         }
     }
 
-    /// The nodes, from the head (none for an empty list).
-    pub fn nodes(&self) -> impl Iterator<Item = &Pack> {
-        let (single, many) = match &self.repr {
-            Repr::Single(pack) => (Some(pack).filter(|p| !p.is_empty()), None),
-            Repr::Nodes(nodes) => (None, Some(nodes.nodes.iter())),
-        };
-        single.into_iter().chain(many.into_iter().flatten())
+    /// How many nodes are held compressed (`list-compress-depth`).
+    pub fn compressed_nodes(&self) -> usize {
+        match &self.repr {
+            Repr::Single(_) => 0,
+            Repr::Nodes(nodes) => nodes
+                .nodes
+                .iter()
+                .filter(|node| matches!(node, Node::Compressed(_)))
+                .count(),
+        }
+    }
+
+    /// Calls `f` with each node's elements as a pack, from the head (none for an empty
+    /// list; a compressed node is restored for the call).
+    pub fn for_each_node(&self, mut f: impl FnMut(&Pack)) {
+        match &self.repr {
+            Repr::Single(pack) => {
+                if !pack.is_empty() {
+                    f(pack)
+                }
+            }
+            Repr::Nodes(nodes) => {
+                for node in &nodes.nodes {
+                    node.with_pack(&mut f);
+                }
+            }
+        }
     }
 
     /// Bytes of heap memory the list takes (for `MEMORY USAGE`).
@@ -254,24 +508,34 @@ impl List {
             Repr::Single(pack) => pack.heap_bytes(),
             Repr::Nodes(nodes) => {
                 std::mem::size_of::<Nodes>()
-                    + nodes.nodes.capacity() * std::mem::size_of::<Pack>()
+                    + nodes.nodes.capacity() * std::mem::size_of::<Node>()
                     + nodes.tail.marks.capacity() * 4
-                    + nodes.nodes.iter().map(Pack::heap_bytes).sum::<usize>()
+                    + nodes.nodes.iter().map(Node::heap_bytes).sum::<usize>()
             }
         }
     }
 
-    fn node(&self, k: usize) -> &Pack {
+    /// Calls `f` with node `k`'s elements as a pack.
+    fn with_node<R>(&self, k: usize, f: impl FnOnce(&Pack) -> R) -> R {
         match &self.repr {
-            Repr::Single(pack) => pack,
-            Repr::Nodes(nodes) => &nodes.nodes[k],
+            Repr::Single(pack) => f(pack),
+            Repr::Nodes(nodes) => nodes.nodes[k].with_pack(f),
         }
     }
 
+    /// Node `k` as a pack to change (restored if it was compressed: the change's end
+    /// settles it again).
     fn node_mut(&mut self, k: usize) -> &mut Pack {
         match &mut self.repr {
             Repr::Single(pack) => pack,
-            Repr::Nodes(nodes) => &mut nodes.nodes[k],
+            Repr::Nodes(nodes) => nodes.nodes[k].pack_mut(),
+        }
+    }
+
+    fn node_len(&self, k: usize) -> usize {
+        match &self.repr {
+            Repr::Single(pack) => pack.len(),
+            Repr::Nodes(nodes) => nodes.nodes[k].len(),
         }
     }
 
@@ -285,11 +549,15 @@ impl List {
     /// The list as a deque of nodes (a single pack moves into one).
     fn make_nodes(&mut self) -> &mut Nodes {
         if let Repr::Single(_) = self.repr {
-            let old = std::mem::replace(&mut self.repr, Repr::Nodes(Box::default()));
+            let nodes = Box::new(Nodes {
+                depth: depth_in_force(),
+                ..Nodes::default()
+            });
+            let old = std::mem::replace(&mut self.repr, Repr::Nodes(nodes));
             if let (Repr::Single(pack), Repr::Nodes(nodes)) = (old, &mut self.repr) {
                 nodes.len = pack.len();
                 if !pack.is_empty() {
-                    nodes.nodes.push_back(pack);
+                    nodes.nodes.push_back(Node::Plain(pack));
                 }
             }
         }
@@ -306,18 +574,48 @@ impl List {
         }
     }
 
-    /// Goes back to the single-pack form once one small node (or none) is left.
+    /// Goes back to the single-pack form once one small node (or none) is left; else
+    /// settles the compression of every node (after a change anywhere).
     fn settle(&mut self) {
-        if let Repr::Nodes(nodes) = &mut self.repr {
-            let small = match nodes.nodes.len() {
-                0 => true,
-                1 => nodes.nodes[0].len() <= SINGLE_MAX_ENTRIES,
-                _ => false,
-            };
-            if small {
-                let pack = nodes.nodes.pop_front().unwrap_or_default();
-                self.repr = Repr::Single(pack);
+        if !self.settle_small() {
+            if let Repr::Nodes(nodes) = &mut self.repr {
+                nodes.settle_all();
             }
+        }
+    }
+
+    /// Goes back to the single-pack form once one small node (or none) is left; true when
+    /// the list is (now) one pack.
+    fn settle_small(&mut self) -> bool {
+        let Repr::Nodes(nodes) = &mut self.repr else {
+            return true;
+        };
+        let small = match nodes.nodes.len() {
+            0 => true,
+            1 => nodes.nodes[0].len() <= SINGLE_MAX_ENTRIES,
+            _ => false,
+        };
+        if small {
+            let pack = nodes
+                .nodes
+                .pop_front()
+                .map(Node::into_pack)
+                .unwrap_or_default();
+            self.repr = Repr::Single(pack);
+        }
+        small
+    }
+
+    /// After a push or pop: back to one pack when one small node is left, else settles
+    /// the nodes at the compression boundaries.
+    fn settle_ends(&mut self) {
+        let Repr::Nodes(nodes) = &mut self.repr else {
+            return;
+        };
+        if nodes.nodes.len() <= 1 {
+            self.settle();
+        } else {
+            nodes.settle_ends();
         }
     }
 
@@ -353,6 +651,7 @@ impl List {
         nodes.len += 1;
         if let Some(tail) = nodes.nodes.back_mut() {
             if limit.allows(tail, size, 1) {
+                let tail = tail.pack_mut();
                 let at = tail.data_len();
                 tail.insert_one(at, elem);
                 nodes.tail.pushed(at);
@@ -361,8 +660,9 @@ impl List {
         }
         let mut node = Pack::new();
         node.insert_one(0, elem);
-        nodes.nodes.push_back(node);
+        nodes.nodes.push_back(Node::Plain(node));
         nodes.tail.forget();
+        nodes.settle_ends();
     }
 
     fn push_front_within(&mut self, item: &[u8], limit: NodeLimit) {
@@ -382,13 +682,14 @@ impl List {
         }
         if let Some(head) = nodes.nodes.front_mut() {
             if limit.allows(head, size, 1) {
-                head.insert_one(0, elem);
+                head.pack_mut().insert_one(0, elem);
                 return;
             }
         }
         let mut node = Pack::new();
         node.insert_one(0, elem);
-        nodes.nodes.push_front(node);
+        nodes.nodes.push_front(Node::Plain(node));
+        nodes.settle_ends();
     }
 
     pub fn pop_front(&mut self) -> Option<Vec<u8>> {
@@ -408,7 +709,7 @@ impl List {
             self.remove_empty_node(0);
         }
         if emptied || self.node_count() == 1 {
-            self.settle();
+            self.settle_ends();
         }
         Some(item)
     }
@@ -425,7 +726,7 @@ impl List {
                 return Some(item);
             }
             Repr::Nodes(nodes) => {
-                let node = nodes.nodes.back_mut()?;
+                let node = nodes.nodes.back_mut()?.pack_mut();
                 let at = nodes.tail.pop(node);
                 let item = node.at(at).0.to_vec();
                 node.remove_range(at, node.data_len(), 1);
@@ -437,7 +738,7 @@ impl List {
             self.remove_empty_node(self.node_count() - 1);
         }
         if emptied || self.node_count() == 1 {
-            self.settle();
+            self.settle_ends();
         }
         Some(item)
     }
@@ -470,13 +771,18 @@ impl List {
         unreachable!("the cached length covers every node")
     }
 
-    /// The element at `index` from the head.
-    pub fn get(&self, index: usize) -> Option<Elem<'_>> {
+    /// Calls `f` with the element at `index` from the head; `None` when out of range.
+    pub fn get_with<R>(&self, index: usize, f: impl FnOnce(Elem<'_>) -> R) -> Option<R> {
         if index >= self.len() {
             return None;
         }
         let (k, i) = self.locate(index);
-        self.node(k).get(i)
+        self.with_node(k, |pack| pack.get(i).map(f))
+    }
+
+    /// The element at `index` from the head, as bytes.
+    pub fn get(&self, index: usize) -> Option<Vec<u8>> {
+        self.get_with(index, |elem| elem.to_vec())
     }
 
     /// Replaces the element at `index`; false when out of range.
@@ -520,16 +826,18 @@ impl List {
     }
 
     /// After a change inside node `k`: splits it if it outgrew the limit, or merges it
-    /// with a neighbour when the two fit in one node.
+    /// with a neighbour when the two fit in one node; then settles compression.
     fn repair(&mut self, k: usize, limit: NodeLimit) {
-        if !limit.fits(self.node(k)) {
+        let fits = limit.fits(&*self.node_mut(k));
+        if !fits {
             let nodes = self.make_nodes();
-            let node = nodes.nodes.remove(k).expect("node in range");
+            let node = nodes.nodes.remove(k).expect("node in range").into_pack();
             let mut pieces = Vec::new();
             split_to_fit(node, limit, &mut pieces);
             for (j, piece) in pieces.into_iter().enumerate() {
-                nodes.nodes.insert(k + j, piece);
+                nodes.nodes.insert(k + j, Node::Plain(piece));
             }
+            nodes.settle_all();
             return;
         }
         if matches!(&self.repr, Repr::Single(pack) if pack.len() > SINGLE_MAX_ENTRIES) {
@@ -546,14 +854,14 @@ impl List {
             return;
         };
         let nodes = &mut nodes.nodes;
-        if k > 0 && limit.allows(&nodes[k - 1], nodes[k].data_len(), nodes[k].len()) {
-            let node = nodes.remove(k).expect("node in range");
-            nodes[k - 1].append(&node);
+        if k > 0 && limit.allows(&nodes[k - 1], nodes[k].data_bytes(), nodes[k].len()) {
+            let node = nodes.remove(k).expect("node in range").into_pack();
+            nodes[k - 1].pack_mut().append(&node);
         } else if k + 1 < nodes.len()
-            && limit.allows(&nodes[k], nodes[k + 1].data_len(), nodes[k + 1].len())
+            && limit.allows(&nodes[k], nodes[k + 1].data_bytes(), nodes[k + 1].len())
         {
-            let next = nodes.remove(k + 1).expect("node in range");
-            nodes[k].append(&next);
+            let next = nodes.remove(k + 1).expect("node in range").into_pack();
+            nodes[k].pack_mut().append(&next);
         }
         self.settle();
     }
@@ -565,9 +873,9 @@ impl List {
             let nodes = &mut nodes.nodes;
             let mut k = 0;
             while k + 1 < nodes.len() {
-                if limit.allows(&nodes[k], nodes[k + 1].data_len(), nodes[k + 1].len()) {
-                    let next = nodes.remove(k + 1).expect("node in range");
-                    nodes[k].append(&next);
+                if limit.allows(&nodes[k], nodes[k + 1].data_bytes(), nodes[k + 1].len()) {
+                    let next = nodes.remove(k + 1).expect("node in range").into_pack();
+                    nodes[k].pack_mut().append(&next);
                 } else {
                     k += 1;
                 }
@@ -592,7 +900,11 @@ impl List {
         };
         // Removing the last `n` matches is keeping the first `matches - n` of them.
         let (mut skip, mut remove) = if count < 0 {
-            let matches = self.iter().filter(|e| matcher.matches(*e)).count();
+            let mut matches = 0;
+            self.scan(0, |e| {
+                matches += usize::from(matcher.matches(e));
+                true
+            });
             let remove = limit_count.min(matches);
             (matches - remove, remove)
         } else {
@@ -601,6 +913,19 @@ impl List {
         let mut removed_total = 0;
         let mut k = 0;
         while k < self.node_count() && remove > 0 {
+            // A node without a match is left as it is (a compressed one stays so).
+            let mut matches = 0;
+            self.with_node(k, |pack| {
+                pack.for_each_from(0, |e| {
+                    matches += usize::from(matcher.matches(e));
+                    true
+                });
+            });
+            if matches <= skip {
+                skip -= matches;
+                k += 1;
+                continue;
+            }
             let removed = self.node_mut(k).retain(|elem| {
                 if remove == 0 || !matcher.matches(elem) {
                     return true;
@@ -614,7 +939,7 @@ impl List {
             });
             self.adjust_len(0, removed);
             removed_total += removed;
-            if self.node(k).is_empty() && self.node_count() > 1 {
+            if self.node_len(k) == 0 && self.node_count() > 1 {
                 self.remove_empty_node(k);
             } else {
                 k += 1;
@@ -633,14 +958,15 @@ impl List {
         let mut drop_back = self.len() - 1 - last;
         while drop_back > 0 {
             let k = self.node_count() - 1;
-            let node = self.node_mut(k);
-            let node_len = node.len();
-            if node_len <= drop_back {
-                node.clear();
+            let node_len = self.node_len(k);
+            if node_len <= drop_back && self.node_count() > 1 {
+                if let Repr::Nodes(nodes) = &mut self.repr {
+                    nodes.nodes.pop_back();
+                }
                 self.adjust_len(0, node_len);
-                self.remove_empty_node(k);
                 drop_back -= node_len;
             } else {
+                let node = self.node_mut(k);
                 let keep = node_len - drop_back;
                 let at = node.offset_of(keep);
                 node.remove_range(at, node.data_len(), drop_back);
@@ -650,14 +976,15 @@ impl List {
         }
         let mut drop_front = first;
         while drop_front > 0 {
-            let node = self.node_mut(0);
-            let node_len = node.len();
-            if node_len <= drop_front {
-                node.clear();
+            let node_len = self.node_len(0);
+            if node_len <= drop_front && self.node_count() > 1 {
+                if let Repr::Nodes(nodes) = &mut self.repr {
+                    nodes.nodes.pop_front();
+                }
                 self.adjust_len(0, node_len);
-                self.remove_empty_node(0);
                 drop_front -= node_len;
             } else {
+                let node = self.node_mut(0);
                 let at = node.offset_of(drop_front);
                 node.remove_range(0, at, drop_front);
                 self.adjust_len(0, drop_front);
@@ -691,85 +1018,101 @@ impl List {
         let nodes = self.make_nodes();
         nodes.tail.forget();
         nodes.len += pack.len();
+        let before = nodes.nodes.len();
         if limit.fits(&pack) {
-            nodes.nodes.push_back(pack);
+            nodes.nodes.push_back(Node::Plain(pack));
         } else {
             let mut pieces = Vec::new();
             split_to_fit(pack, limit, &mut pieces);
-            nodes.nodes.extend(pieces);
+            nodes.nodes.extend(pieces.into_iter().map(Node::Plain));
         }
-        self.settle();
+        // Only the new nodes and the old ones now `depth` from the tail can be out of
+        // place (a load appends node after node: settling all would be quadratic).
+        for k in before.saturating_sub(nodes.depth)..nodes.nodes.len() {
+            nodes.settle_node(k);
+        }
+        self.settle_small();
     }
 
-    /// The elements from the head.
-    pub fn iter(&self) -> Iter<'_> {
-        self.iter_from(0)
-    }
-
-    /// The elements from `index` on.
-    pub fn iter_from(&self, index: usize) -> Iter<'_> {
+    /// Calls `f` with the elements from `index` on, towards the tail, while it returns
+    /// true.
+    pub fn scan(&self, index: usize, mut f: impl FnMut(Elem<'_>) -> bool) {
         if index >= self.len() {
-            return Iter {
-                list: self,
-                node: 0,
-                inner: self.node(0).iter(),
-                remaining: 0,
-            };
-        }
-        let (k, i) = self.locate(index);
-        let mut inner = self.node(k).iter();
-        if i > 0 {
-            inner.nth(i - 1);
-        }
-        Iter {
-            list: self,
-            node: k,
-            inner,
-            remaining: self.len() - index,
-        }
-    }
-
-    /// Calls `f` with `count` elements from `first` on (LRANGE's loop, without an
-    /// iterator's bookkeeping per element).
-    pub fn for_each_in(&self, first: usize, count: usize, mut f: impl FnMut(Elem<'_>)) {
-        if count == 0 || first >= self.len() {
             return;
         }
-        let (mut k, index) = self.locate(first);
-        let mut remaining = count.min(self.len() - first);
-        let mut offset = self.node(k).offset_of(index);
+        let (mut k, i) = self.locate(index);
+        let mut offset = self.with_node(k, |pack| pack.offset_of(i));
         loop {
-            self.node(k).for_each_from(offset, |elem| {
-                f(elem);
-                remaining -= 1;
-                remaining > 0
+            let mut stopped = false;
+            self.with_node(k, |pack| {
+                pack.for_each_from(offset, |elem| {
+                    stopped = !f(elem);
+                    !stopped
+                });
             });
             offset = 0;
-            if remaining == 0 {
+            k += 1;
+            if stopped || k >= self.node_count() {
                 return;
             }
-            k += 1;
         }
     }
 
-    /// The elements from the tail.
-    pub fn iter_rev(&self) -> RevIter<'_> {
-        RevIter {
-            list: self,
-            next_node: if self.is_empty() {
-                0
-            } else {
-                self.node_count()
-            },
-            pack: None,
-            offsets: Vec::new(),
+    /// Calls `f` with the elements from the tail towards the head while it returns true.
+    pub fn scan_rev(&self, mut f: impl FnMut(Elem<'_>) -> bool) {
+        if self.is_empty() {
+            return;
         }
+        let mut offsets = Vec::new();
+        for k in (0..self.node_count()).rev() {
+            let stopped = self.with_node(k, |pack| {
+                offsets.clear();
+                offsets.extend(pack.iter_offsets().map(|(at, _)| at));
+                offsets.iter().rev().any(|&at| !f(pack.at(at).0))
+            });
+            if stopped {
+                return;
+            }
+        }
+    }
+
+    /// Calls `f` with `count` elements from `first` on (LRANGE's loop).
+    pub fn for_each_in(&self, first: usize, count: usize, mut f: impl FnMut(Elem<'_>)) {
+        let mut remaining = count;
+        if remaining == 0 {
+            return;
+        }
+        self.scan(first, |elem| {
+            f(elem);
+            remaining -= 1;
+            remaining > 0
+        });
     }
 
     /// Every element as bytes, from the head.
     pub fn to_vecs(&self) -> Vec<Vec<u8>> {
-        self.iter().map(Elem::to_vec).collect()
+        let mut out = Vec::with_capacity(self.len());
+        self.scan(0, |elem| {
+            out.push(elem.to_vec());
+            true
+        });
+        out
     }
+}
+
+/// The `list-compress-depth` a list that becomes nodes takes (tests set their own per
+/// thread: the config is process-wide).
+fn depth_in_force() -> usize {
+    #[cfg(test)]
+    if let Some(depth) = TEST_DEPTH.with(|d| d.get()) {
+        return depth;
+    }
+    compact::list_compress_depth()
+}
+
+#[cfg(test)]
+thread_local! {
+    static TEST_DEPTH: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
 }
 
 /// Cuts `node` in halves until every piece fits `limit` (or is one element).
@@ -785,81 +1128,11 @@ fn split_to_fit(mut node: Pack, limit: NodeLimit, out: &mut Vec<Pack>) {
     split_to_fit(tail, limit, out);
 }
 
-/// The elements of a list from some index on, towards the tail.
-pub struct Iter<'a> {
-    list: &'a List,
-    node: usize,
-    inner: pack::Iter<'a>,
-    remaining: usize,
-}
-
-impl<'a> Iterator for Iter<'a> {
-    type Item = Elem<'a>;
-
-    fn next(&mut self) -> Option<Elem<'a>> {
-        if self.remaining == 0 {
-            return None;
-        }
-        loop {
-            if let Some(elem) = self.inner.next() {
-                self.remaining -= 1;
-                return Some(elem);
-            }
-            self.node += 1;
-            self.inner = self.list.node(self.node).iter();
-        }
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.remaining, Some(self.remaining))
-    }
-}
-
-impl ExactSizeIterator for Iter<'_> {}
-
-/// The elements of a list from the tail: each node's offsets are gathered once, as a
-/// pack reads forward only.
-pub struct RevIter<'a> {
-    list: &'a List,
-    /// The node before which the next one to read lies (0: none left).
-    next_node: usize,
-    pack: Option<&'a Pack>,
-    offsets: Vec<usize>,
-}
-
-impl<'a> Iterator for RevIter<'a> {
-    type Item = Elem<'a>;
-
-    fn next(&mut self) -> Option<Elem<'a>> {
-        loop {
-            if let (Some(pack), Some(at)) = (self.pack, self.offsets.pop()) {
-                return Some(pack.at(at).0);
-            }
-            if self.next_node == 0 {
-                return None;
-            }
-            self.next_node -= 1;
-            let pack = self.list.node(self.next_node);
-            self.offsets.clear();
-            self.offsets.extend(pack.iter_offsets().map(|(at, _)| at));
-            self.pack = Some(pack);
-        }
-    }
-}
-
-/// Whether two elements read as the same bytes (a pack stores each string one way).
-fn same_elem(a: Elem<'_>, b: Elem<'_>) -> bool {
-    match (a, b) {
-        (Elem::Bytes(x), Elem::Bytes(y)) => x == y,
-        (Elem::Int(x), Elem::Int(y)) => x == y,
-        _ => a.to_vec() == b.to_vec(),
-    }
-}
-
-/// Lists are equal when they hold the same elements, however they are split in nodes.
+/// Lists are equal when they hold the same elements, however they are split in nodes
+/// (a pack stores each string one way, so equal strings read back as equal bytes).
 impl PartialEq for List {
     fn eq(&self, other: &List) -> bool {
-        self.len() == other.len() && self.iter().zip(other.iter()).all(|(a, b)| same_elem(a, b))
+        self.len() == other.len() && self.to_vecs() == other.to_vecs()
     }
 }
 
@@ -867,7 +1140,10 @@ impl Eq for List {}
 
 impl fmt::Debug for List {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
+        let items = self.to_vecs();
+        f.debug_list()
+            .entries(items.iter().map(|item| String::from_utf8_lossy(item)))
+            .finish()
     }
 }
 

@@ -8,23 +8,47 @@ fn strings(list: &List) -> Vec<Vec<u8>> {
     list.to_vecs()
 }
 
-/// Every node non-empty and within `limit`, the cached length right, and the single-pack
-/// form whenever one node is left.
+/// Every node non-empty and within `limit`, the cached length right, the single-pack
+/// form whenever one node is left, and exactly the inner nodes compressed (or marked as
+/// not worth it).
 fn check_shape(list: &List, limit: NodeLimit) {
-    let counted: usize = list.nodes().map(Pack::len).sum();
-    assert_eq!(counted, list.len());
-    for node in list.nodes() {
+    let mut counted = 0;
+    list.for_each_node(|node| {
+        counted += node.len();
         assert!(!node.is_empty(), "an empty node in {list:?}");
         assert!(limit.fits(node), "a node over the limit: {node:?}");
-    }
+    });
+    assert_eq!(counted, list.len());
     if let Repr::Nodes(nodes) = &list.repr {
+        for (k, node) in nodes.nodes.iter().enumerate() {
+            let inner = nodes.is_inner(k);
+            match node {
+                Node::Plain(_) => assert!(!inner, "inner node {k} left plain"),
+                Node::Compressed(packed) => {
+                    assert!(inner, "end node {k} compressed");
+                    let pack = packed.restore();
+                    assert_eq!(pack.len(), node.len());
+                    assert!(packed.0.heap_bytes() < pack.heap_bytes(), "node {k} grew");
+                }
+                Node::Incompressible(pack) => {
+                    if inner {
+                        assert!(Compressed::new(pack).is_none(), "node {k} compresses");
+                    }
+                }
+            }
+        }
         let one_small = nodes.nodes.len() == 1 && nodes.nodes[0].len() <= SINGLE_MAX_ENTRIES;
         assert!(
             nodes.nodes.len() >= 2 || !one_small,
             "a boxed list that fits the single form"
         );
         // The remembered offsets are the tail node's last ones.
-        let tail = nodes.nodes.back().unwrap();
+        let tail = nodes
+            .nodes
+            .back()
+            .unwrap()
+            .as_pack()
+            .expect("the tail is a pack");
         let offsets: Vec<usize> = tail.iter_offsets().map(|(at, _)| at).collect();
         let known: Vec<usize> = nodes.tail.recent[..nodes.tail.recent_len as usize]
             .iter()
@@ -102,7 +126,7 @@ fn a_large_element_gets_a_node_of_its_own() {
     list.push_back_within(b"b", limit);
     assert_eq!(list.node_count(), 3);
     check_shape(&list, limit);
-    assert_eq!(list.get(1).unwrap().to_vec().len(), 10_000);
+    assert_eq!(list.get(1).unwrap().len(), 10_000);
 }
 
 #[test]
@@ -121,6 +145,57 @@ fn pops_walk_through_nodes_from_both_ends() {
     assert_eq!(rest[0], b"8");
     assert!(list.is_empty());
     assert_eq!(list.pop_front(), None);
+}
+
+#[test]
+fn inner_nodes_are_compressed_and_read_back() {
+    TEST_DEPTH.with(|d| d.set(Some(1)));
+    let limit = NodeLimit::from_config(-2);
+    let items: Vec<Vec<u8>> = (0..20_000)
+        .map(|i| format!("item-{i}-{}", i % 7).into_bytes())
+        .collect();
+    let mut list = List::new();
+    for item in &items {
+        list.push_back_within(item, limit);
+    }
+    let nodes = list.node_count();
+    assert!(nodes > 50, "{nodes} nodes");
+    assert_eq!(list.compressed_nodes(), nodes - 2);
+    check_shape(&list, limit);
+    // Half the bytes or less: the items share most of their text.
+    let plain: usize = items.iter().map(|item| item.len() + 1).sum();
+    assert!(
+        list.heap_bytes() * 2 < plain,
+        "{} of {plain}",
+        list.heap_bytes()
+    );
+    // Reads and changes in the middle leave the inner nodes compressed.
+    assert_eq!(list.get(10_000), Some(items[10_000].clone()));
+    assert!(list.set(10_000, b"changed"));
+    list.insert(5_000, b"inserted");
+    assert_eq!(list.remove_matching(b"item-15000-6", 0), 1);
+    assert_eq!(list.compressed_nodes(), list.node_count() - 2);
+    check_shape(&list, limit);
+    assert_eq!(list.get(5_000), Some(b"inserted".to_vec()));
+    assert_eq!(list.get(10_001), Some(b"changed".to_vec()));
+    // Popping from the head restores each node as it reaches the end.
+    for item in &items[..5_000] {
+        assert_eq!(list.pop_front().as_ref(), Some(item));
+    }
+    check_shape(&list, limit);
+    list.trim(100, 200);
+    check_shape(&list, limit);
+    assert_eq!(list.get(0), Some(items[5_099].clone()));
+    TEST_DEPTH.with(|d| d.set(None));
+}
+
+#[test]
+fn without_a_depth_nothing_is_compressed() {
+    TEST_DEPTH.with(|d| d.set(Some(0)));
+    let list: List = (0..20_000).map(|i| format!("item-{i}")).collect();
+    assert!(list.node_count() > 50);
+    assert_eq!(list.compressed_nodes(), 0);
+    TEST_DEPTH.with(|d| d.set(None));
 }
 
 #[derive(Clone, Debug)]
@@ -147,6 +222,8 @@ fn element() -> impl Strategy<Value = Vec<u8>> {
         2 => proptest::collection::vec(b'a'..b'd', 0..12),
         1 => any::<i64>().prop_map(|n| n.to_string().into_bytes()),
         1 => proptest::collection::vec(any::<u8>(), 100..300),
+        // Text that compresses, for nodes of a compressed list's middle.
+        2 => (0usize..50).prop_map(|n| format!("item-{n}-{}", "abc".repeat(n % 7)).into_bytes()),
     ]
 }
 
@@ -242,14 +319,16 @@ fn apply(list: &mut List, model: &mut VecDeque<Vec<u8>>, op: Op, limit: NodeLimi
         Op::Range(a, b) if !model.is_empty() => {
             let first = a % model.len();
             let count = b % (model.len() - first + 1);
-            let got: Vec<Vec<u8>> = list
-                .iter_from(first)
-                .take(count)
-                .map(Elem::to_vec)
-                .collect();
+            let mut got: Vec<Vec<u8>> = Vec::new();
+            list.for_each_in(first, count, |e| got.push(e.to_vec()));
             let want: Vec<Vec<u8>> = model.range(first..first + count).cloned().collect();
             assert_eq!(got, want);
-            assert_eq!(list.iter_from(first).len(), model.len() - first);
+            let mut rest = 0;
+            list.scan(first, |_| {
+                rest += 1;
+                true
+            });
+            assert_eq!(rest, model.len() - first);
         }
         Op::PushNode(items) => {
             let pack = Pack::from_elems(items.iter().map(|e| Elem::Bytes(e)));
@@ -282,12 +361,14 @@ fn apply(list: &mut List, model: &mut VecDeque<Vec<u8>>, op: Op, limit: NodeLimi
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(120))]
+    #![proptest_config(ProptestConfig::with_cases(160))]
     #[test]
     fn behaves_as_a_deque_of_strings(
         limit in limit(),
+        depth in prop_oneof![2 => Just(0usize), 1 => 1usize..4],
         ops in proptest::collection::vec(op(), 1..120),
     ) {
+        TEST_DEPTH.with(|d| d.set(Some(depth)));
         let mut list = List::new();
         let mut model: VecDeque<Vec<u8>> = VecDeque::new();
         for op in ops {
@@ -296,11 +377,15 @@ proptest! {
             check_shape(&list, limit);
             let want: Vec<Vec<u8>> = model.iter().cloned().collect();
             prop_assert_eq!(strings(&list), want.clone());
-            let mut backwards: Vec<Vec<u8>> = list.iter_rev().map(Elem::to_vec).collect();
+            let mut backwards: Vec<Vec<u8>> = Vec::new();
+            list.scan_rev(|e| {
+                backwards.push(e.to_vec());
+                true
+            });
             backwards.reverse();
             prop_assert_eq!(backwards, want.clone());
             for (i, item) in model.iter().enumerate() {
-                prop_assert!(Matcher::new(item).matches(list.get(i).unwrap()));
+                prop_assert_eq!(list.get_with(i, |e| Matcher::new(item).matches(e)), Some(true));
             }
             prop_assert!(list.get(model.len()).is_none());
             let copy = list.clone();

@@ -277,6 +277,8 @@ struct Header {
 }
 
 const HEADER: usize = std::mem::size_of::<Header>();
+/// Bytes of the header before a pack's data.
+pub const HEADER_BYTES: usize = HEADER;
 /// The most data a pack holds: its offsets are `u32`s.
 pub const MAX_DATA: usize = u32::MAX as usize - HEADER;
 
@@ -316,6 +318,16 @@ impl Pack {
         for elem in elems {
             pack.push_back(elem);
         }
+        pack
+    }
+
+    /// A pack of `count` elements whose `len` encoded bytes `fill` writes (how a
+    /// compressed list node comes back). The bytes must be ones a pack held: anything
+    /// else makes later reads panic.
+    pub fn from_encoded(len: usize, count: usize, fill: impl FnOnce(&mut [u8])) -> Pack {
+        let mut pack = Pack::new();
+        pack.resize(len, count);
+        fill(pack.data_mut());
         pack
     }
 

@@ -318,7 +318,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("cluster-announce-tls-port", None, 0, Kind::Number { min: 0, max: 65535, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
     opt("repl-timeout", None, 0, Kind::Number { min: 1, max: I32_MAX, unsigned: false, format: Format::Plain }, "60", Effect::Inert),
     opt("repl-ping-replica-period", Some("repl-ping-slave-period"), 0, Kind::Number { min: 1, max: I32_MAX, unsigned: false, format: Format::Plain }, "10", Effect::Inert),
-    opt("list-compress-depth", None, o::DEBUG, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
+    opt("list-compress-depth", None, o::DEBUG, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
     opt("rdb-key-save-delay", None, o::HIDDEN, Kind::Number { min: I32_MIN, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
     opt("key-load-delay", None, o::HIDDEN, Kind::Number { min: I32_MIN, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
     opt("active-expire-effort", None, 0, Kind::Number { min: 1, max: 10, unsigned: false, format: Format::Plain }, "1", Effect::Inert),
@@ -1860,6 +1860,7 @@ impl Config {
             zset_max_entries: as_size("zset-max-listpack-entries"),
             zset_max_value: as_size("zset-max-listpack-value"),
             list_max_size: self.get_i64("list-max-listpack-size"),
+            list_compress_depth: as_size("list-compress-depth"),
         });
     }
 

@@ -27,7 +27,7 @@ const INERT: &str = "
     io-threads-do-reads key-load-delay latency-tracking
     latency-tracking-info-percentiles lazyfree-lazy-eviction
     lazyfree-lazy-server-del lfu-decay-time
-    lfu-log-factor list-compress-depth
+    lfu-log-factor
     loading-process-events-interval-bytes masterauth masteruser maxmemory-eviction-tenacity
     no-appendfsync-on-rewrite oom-score-adj oom-score-adj-values proc-title-template propagation-error-behavior
     rdb-del-sync-files rdb-key-save-delay rdb-save-incremental-fsync rdbchecksum rdbcompression

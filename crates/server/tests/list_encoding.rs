@@ -134,10 +134,23 @@ fn replies_match_redis_across_node_boundaries() {
     let latch = Server::latch(&[]);
     let redis = Server::redis(&[]);
     let (mut l, mut r) = (connect(&latch), connect(&redis));
-    for (round, size) in ["1", "2", "3", "-1", "7", "-2"].iter().enumerate() {
+    let rounds = [
+        ("1", "0"),
+        ("2", "0"),
+        ("3", "0"),
+        ("-1", "0"),
+        ("7", "0"),
+        ("-2", "0"),
+        // Inner nodes compressed (list-compress-depth), with nodes of several sizes.
+        ("-1", "1"),
+        ("7", "2"),
+        ("-2", "1"),
+    ];
+    for (round, (size, depth)) in rounds.iter().enumerate() {
         let setup = [
             args(&["FLUSHALL"]),
             args(&["CONFIG", "SET", "list-max-listpack-size", size]),
+            args(&["CONFIG", "SET", "list-compress-depth", depth]),
         ];
         for cmd in &setup {
             assert_eq!(call(&mut l, cmd), call(&mut r, cmd));
@@ -149,7 +162,7 @@ fn replies_match_redis_across_node_boundaries() {
             assert_eq!(
                 have,
                 want,
-                "size {size}, step {step}: {:?}",
+                "size {size}, depth {depth}, step {step}: {:?}",
                 cmd.iter()
                     .map(|a| String::from_utf8_lossy(&a[..a.len().min(40)]).into_owned())
                     .collect::<Vec<_>>()
@@ -211,22 +224,91 @@ fn lrange(conn: &mut redis::Connection, key: &str) -> Vec<Vec<u8>> {
 
 #[test]
 fn lists_survive_save_and_restart() {
-    let mut latch = Server::latch(&[]);
-    let mut conn = connect(&latch);
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("list-max-listpack-size")
-        .arg("5")
-        .query(&mut conn)
-        .unwrap();
-    let lists = fill(&mut conn);
-    let _: () = redis::cmd("SAVE").query(&mut conn).unwrap();
-    drop(conn);
-    latch.restart(&[]);
-    let mut conn = connect(&latch);
-    for (key, items) in &lists {
-        assert_eq!(&lrange(&mut conn, key), items, "{key}");
+    for depth in ["0", "1"] {
+        let mut latch = Server::latch(&[]);
+        let mut conn = connect(&latch);
+        for (name, value) in [
+            ("list-max-listpack-size", "5"),
+            ("list-compress-depth", depth),
+        ] {
+            let _: () = redis::cmd("CONFIG")
+                .arg("SET")
+                .arg(name)
+                .arg(value)
+                .query(&mut conn)
+                .unwrap();
+        }
+        let lists = fill(&mut conn);
+        let _: () = redis::cmd("SAVE").query(&mut conn).unwrap();
+        drop(conn);
+        // Loaded back with compression on, too.
+        latch.restart(&["--list-compress-depth", "2"]);
+        let mut conn = connect(&latch);
+        for (key, items) in &lists {
+            assert_eq!(&lrange(&mut conn, key), items, "depth {depth}: {key}");
+        }
     }
+}
+
+/// `list-compress-depth`: inner nodes of a long list take a fraction of their bytes, the
+/// nodes at the ends stay as they are, and a file written from compressed nodes loads in
+/// redis-server.
+#[test]
+fn compressed_lists_are_smaller_and_load_in_redis() {
+    let latch = Server::latch(&[]);
+    let redis = Server::redis(&[]);
+    let (mut l, mut r) = (connect(&latch), connect(&redis));
+    let items: Vec<String> = (0..20_000).map(|i| format!("event:{i}:ok")).collect();
+    let mut usage = Vec::new();
+    for depth in ["0", "1"] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("list-compress-depth")
+            .arg(depth)
+            .query(&mut l)
+            .unwrap();
+        let key = format!("events:{depth}");
+        let mut cmd = redis::cmd("RPUSH");
+        cmd.arg(&key).arg(&items);
+        let _: usize = cmd.query(&mut l).unwrap();
+        let bytes: usize = redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg(&key)
+            .arg("SAMPLES")
+            .arg(0)
+            .query(&mut l)
+            .unwrap();
+        usage.push(bytes);
+        // Reads at both ends and in the middle.
+        let middle: String = redis::cmd("LINDEX")
+            .arg(&key)
+            .arg(10_000)
+            .query(&mut l)
+            .unwrap();
+        assert_eq!(middle, items[10_000]);
+        let range: Vec<String> = redis::cmd("LRANGE")
+            .arg(&key)
+            .arg(9_990)
+            .arg(10_009)
+            .query(&mut l)
+            .unwrap();
+        assert_eq!(range, items[9_990..10_010]);
+        let payload: Vec<u8> = redis::cmd("DUMP").arg(&key).query(&mut l).unwrap();
+        let _: () = redis::cmd("RESTORE")
+            .arg(&key)
+            .arg(0)
+            .arg(payload)
+            .query(&mut r)
+            .unwrap();
+        let copied: Vec<String> = redis::cmd("LRANGE")
+            .arg(&key)
+            .arg(0)
+            .arg(-1)
+            .query(&mut r)
+            .unwrap();
+        assert_eq!(copied, items, "depth {depth}");
+    }
+    assert!(usage[1] * 2 < usage[0], "MEMORY USAGE {usage:?}");
 }
 
 #[test]

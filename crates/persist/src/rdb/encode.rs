@@ -254,7 +254,7 @@ fn put_list(out: &mut impl Sink, list: &List) {
     // Plan the nodes first: the node count comes before the nodes.
     let mut nodes = Vec::new();
     let (mut count, mut bytes) = (0, 0);
-    for elem in list.iter() {
+    list.scan(0, |elem| {
         if elem
             .as_bytes()
             .is_some_and(|b| b.len() >= LIST_PLAIN_THRESHOLD)
@@ -264,7 +264,7 @@ fn put_list(out: &mut impl Sink, list: &List) {
             }
             nodes.push(ListNode::Plain);
             count = 0;
-            continue;
+            return true;
         }
         let size = listpack_size(elem);
         // Redis' estimate: the length of the string pushed plus 8 bytes.
@@ -282,36 +282,47 @@ fn put_list(out: &mut impl Sink, list: &List) {
         }
         bytes += size;
         count += 1;
-    }
+        true
+    });
     if count > 0 {
         nodes.push(ListNode::Packed(count));
     }
     put_len(out, nodes.len() as u64);
-    let mut elems = list.iter();
-    for node in nodes {
-        match node {
-            ListNode::Plain => {
-                put_len(out, CONTAINER_PLAIN);
-                put_string(
-                    out,
-                    elems.next().and_then(Elem::as_bytes).unwrap_or_default(),
-                );
-            }
-            ListNode::Packed(count) => {
-                put_len(out, CONTAINER_PACKED);
-                let mut lp = listpack::Builder::new();
-                for elem in elems.by_ref().take(count) {
-                    match elem {
-                        // A pack keeps every canonical integer as one: bytes are never one.
-                        Elem::Bytes(item) => lp.push_str(item),
-                        Elem::Int(n) => lp.push_int(n),
-                        Elem::Float(x) => lp.push(x.to_string().as_bytes()),
-                    }
+    // Then the elements again, node by node as planned.
+    let mut plan = nodes.into_iter();
+    let mut building: Option<(listpack::Builder, usize)> = None;
+    list.scan(0, |elem| {
+        if building.is_none() {
+            match plan.next() {
+                Some(ListNode::Plain) => {
+                    put_len(out, CONTAINER_PLAIN);
+                    put_string(out, elem.as_bytes().unwrap_or_default());
+                    return true;
                 }
+                Some(ListNode::Packed(count)) => {
+                    building = Some((listpack::Builder::new(), count));
+                }
+                None => return false,
+            }
+        }
+        let Some((lp, left)) = building.as_mut() else {
+            return false;
+        };
+        match elem {
+            // A pack keeps every canonical integer as one: bytes are never one.
+            Elem::Bytes(item) => lp.push_str(item),
+            Elem::Int(n) => lp.push_int(n),
+            Elem::Float(x) => lp.push(x.to_string().as_bytes()),
+        }
+        *left -= 1;
+        if *left == 0 {
+            if let Some((lp, _)) = building.take() {
+                put_len(out, CONTAINER_PACKED);
                 put_string(out, &lp.finish());
             }
         }
-    }
+        true
+    });
 }
 
 #[cfg(test)]

@@ -126,7 +126,16 @@ pub(super) fn linsert(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         Ok(Some(list)) => list,
     };
     let pivot = Matcher::new(&args[3]);
-    let Some(pivot) = list.iter().position(|e| pivot.matches(e)) else {
+    let (mut position, mut seen) = (None, 0);
+    list.scan(0, |e| {
+        if pivot.matches(e) {
+            position = Some(seen);
+            return false;
+        }
+        seen += 1;
+        true
+    });
+    let Some(pivot) = position else {
         ctx.reply.integer(-1);
         return;
     };

@@ -3,6 +3,7 @@
 use bytes::Bytes;
 
 use latch_keyspace::list::Matcher;
+use latch_keyspace::Elem;
 
 use super::{list_at, reply_elem, resolve_index, resolve_range, WrongType};
 use crate::commands::{err, int_arg, is, parse_i64, Ctx};
@@ -58,9 +59,11 @@ pub(super) fn lindex(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.error(err::NOT_INTEGER);
         return;
     };
-    match resolve_index(index, list.len()).and_then(|i| list.get(i)) {
-        Some(element) => reply_elem(ctx.reply, element),
-        None => ctx.reply.null(),
+    let reply = &mut *ctx.reply;
+    let found = resolve_index(index, list.len())
+        .and_then(|i| list.get_with(i, |element| reply_elem(reply, element)));
+    if found.is_none() {
+        reply.null();
     }
 }
 
@@ -139,25 +142,34 @@ pub(super) fn lpos(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
     };
     let skip = usize::try_from(skip_matches).unwrap_or(usize::MAX);
-    let found: Vec<usize> = if from_tail {
-        list.iter_rev()
-            .take(scan_limit)
-            .enumerate()
-            .filter(|(_, e)| matcher.matches(*e))
-            .skip(skip)
-            .take(wanted_count)
-            .map(|(scanned, _)| len - 1 - scanned)
-            .collect()
-    } else {
-        list.iter()
-            .take(scan_limit)
-            .enumerate()
-            .filter(|(_, e)| matcher.matches(*e))
-            .skip(skip)
-            .take(wanted_count)
-            .map(|(position, _)| position)
-            .collect()
+    // Scans at most `scan_limit` elements from the chosen end, skipping the first
+    // `skip` matches and keeping up to `wanted_count` positions.
+    let mut found: Vec<usize> = Vec::new();
+    let (mut scanned, mut skipped) = (0, 0);
+    let mut visit = |e: Elem<'_>| {
+        if scanned == scan_limit || found.len() == wanted_count {
+            return false;
+        }
+        let position = if from_tail {
+            len - 1 - scanned
+        } else {
+            scanned
+        };
+        scanned += 1;
+        if matcher.matches(e) {
+            if skipped < skip {
+                skipped += 1;
+            } else {
+                found.push(position);
+            }
+        }
+        scanned < scan_limit && found.len() < wanted_count
     };
+    if from_tail {
+        list.scan_rev(&mut visit);
+    } else {
+        list.scan(0, &mut visit);
+    }
     match count {
         None => match found.first() {
             Some(&position) => ctx.reply.integer(position as i64),
