@@ -2,6 +2,7 @@
 # Memory per key of each data shape, latch-server against redis-server 7.0, side by side.
 #
 #   bench/memory.sh [--rounds N] [--quick] [--shapes "string hash_10 ..."]
+#                   [--server-args "--list-compress-depth 1"]
 #
 # For each shape, rounds alternate redis, latch, redis, latch... (3 rounds by default): a
 # fresh server in its own directory (`--save "" --appendonly no`, unpinned), INFO memory's
@@ -34,7 +35,8 @@
 #                  set keeps inline
 # Big keys are sent 100 elements a command. `--quick` loads a tenth of the keys (at least
 # one); `--shapes` runs only the shapes named, in the table's order (each 1k shape followed
-# by its 100k one). A full run of 3 rounds takes about 5 minutes on 2 cores.
+# by its 100k one); `--server-args` gives both servers the same extra options (split on
+# spaces). A full run of 3 rounds takes about 5 minutes on 2 cores.
 #
 # Needs redis-server and redis-cli (Debian: redis-server, redis-tools); builds latch-server
 # --release if missing.
@@ -43,11 +45,12 @@ set -euo pipefail
 all_shapes="string string_ttl hash_10 set_10_int set_10_str zset_10 zset_10_float list_10"
 all_shapes+=" hash_1k hash_100k set_1k_int set_100k_int set_1k_str set_100k_str zset_1k zset_100k"
 all_shapes+=" set_100k_long list_1k list_100k"
-rounds=3 quick=0 only_shapes=""
+rounds=3 quick=0 only_shapes="" server_args=""
 while [[ $# -gt 0 ]]; do
     case $1 in
         --rounds) rounds=$2; shift 2 ;;
         --quick) quick=1; shift ;;
+        --server-args) server_args=$2; shift 2 ;;
         --shapes)
             only_shapes=$2; shift 2
             for shape in $only_shapes; do
@@ -164,8 +167,9 @@ measure() {
     local which=$1 shape=$2 type=$3 keys=$4 elements=$5 dir=$work/$RANDOM$RANDOM bin=redis-server
     [[ $which == latch ]] && bin=$latch_bin
     mkdir -p "$dir"
+    # shellcheck disable=SC2086 # the extra options are split on spaces, as documented
     "$bin" --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no \
-        >"$dir/server.log" 2>&1 &
+        $server_args >"$dir/server.log" 2>&1 &
     pid=$!
     wait_for_server 100
     local before after
