@@ -1028,19 +1028,14 @@ impl<'a> Locked<'a> {
     }
 
     /// Stores `value` under `key`, replacing what was there; the key gets `deadline`.
-    /// Returns the entry it replaced (live or not yet swept).
-    pub fn set(
-        &mut self,
-        db: usize,
-        key: &[u8],
-        value: Value,
-        deadline: Option<Deadline>,
-    ) -> Option<Entry> {
+    /// Returns whether it replaced an entry (live or not yet swept), which it frees as a
+    /// server-side deletion (`lazyfree-lazy-server-del`).
+    pub fn set(&mut self, db: usize, key: &[u8], value: Value, deadline: Option<Deadline>) -> bool {
         self.put_entry(db, key, Entry { value, deadline })
     }
 
     /// Inserts a whole entry (value and deadline as given), accessed now.
-    pub fn put_entry(&mut self, db: usize, key: &[u8], entry: Entry) -> Option<Entry> {
+    pub fn put_entry(&mut self, db: usize, key: &[u8], entry: Entry) -> bool {
         let stamp = self.access_stamp();
         self.put_entry_accessed(db, key, entry, stamp)
     }
@@ -1053,14 +1048,20 @@ impl<'a> Locked<'a> {
         key: &[u8],
         entry: Entry,
         access_s: u32,
-    ) -> Option<Entry> {
+    ) -> bool {
         let hash = self.keyspace.hash(key);
         let replaced = self.table_mut(db, hash).insert(hash, key, entry, access_s);
         let had_deadline = replaced.as_ref().is_some_and(|old| old.deadline.is_some());
         if self.record != 0 || had_deadline {
             self.after_insert(db, hash, key, replaced.as_ref());
         }
-        replaced
+        match replaced {
+            Some(old) => {
+                crate::lazyfree::free_for(crate::lazyfree::Cause::ServerDel, old.value);
+                true
+            }
+            None => false,
+        }
     }
 
     /// What an insertion reports beyond the insertion: a key created (`new`), or a
@@ -1140,8 +1141,25 @@ impl<'a> Locked<'a> {
     /// STORE commands use on a destination they leave empty): no expiry is counted or
     /// recorded. Returns whether there was anything.
     pub fn remove_stored(&mut self, db: usize, key: &[u8]) -> bool {
+        self.remove_stored_for(db, key, crate::lazyfree::Cause::ServerDel)
+    }
+
+    /// [`remove_stored`](Self::remove_stored), freeing the value as `cause` asks
+    /// (eviction has its own `lazyfree-lazy-eviction`).
+    pub fn remove_stored_for(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        cause: crate::lazyfree::Cause,
+    ) -> bool {
         let hash = self.keyspace.hash(key);
-        self.table_mut(db, hash).remove(hash, key).is_some()
+        match self.table_mut(db, hash).remove(hash, key) {
+            Some(slot) => {
+                crate::lazyfree::free_slot_for(cause, slot);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Changes a live key's deadline; false when there is no live key.

@@ -30,18 +30,21 @@ static PENDING: AtomicU64 = AtomicU64::new(0);
 /// Objects the thread has dropped since start (or CONFIG RESETSTAT).
 static FREED: AtomicU64 = AtomicU64::new(0);
 
-/// `lazyfree-lazy-user-del`, `-user-flush` and `-expire`, kept current by CONFIG. (The
-/// other two, for overwrites and eviction, are not acted on yet.)
+/// The five `lazyfree-lazy-*` options, kept current by CONFIG.
 static USER_DEL: AtomicBool = AtomicBool::new(false);
 static USER_FLUSH: AtomicBool = AtomicBool::new(false);
 static EXPIRE: AtomicBool = AtomicBool::new(false);
+static SERVER_DEL: AtomicBool = AtomicBool::new(false);
+static EVICTION: AtomicBool = AtomicBool::new(false);
 
-/// The options acted on.
+/// The options.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Options {
     pub user_del: bool,
     pub user_flush: bool,
     pub expire: bool,
+    pub server_del: bool,
+    pub eviction: bool,
 }
 
 /// Puts new values of the options in force.
@@ -49,6 +52,50 @@ pub fn set_options(options: Options) {
     USER_DEL.store(options.user_del, Ordering::Relaxed);
     USER_FLUSH.store(options.user_flush, Ordering::Relaxed);
     EXPIRE.store(options.expire, Ordering::Relaxed);
+    SERVER_DEL.store(options.server_del, Ordering::Relaxed);
+    EVICTION.store(options.eviction, Ordering::Relaxed);
+}
+
+/// Why a key's value is being freed: each cause has its `lazyfree-lazy-*` option, as in
+/// Redis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// DEL, GETDEL (`lazyfree-lazy-user-del`).
+    UserDel,
+    /// A deadline passed, or EXPIRE/GETEX set one in the past (`lazyfree-lazy-expire`).
+    Expire,
+    /// A command's own deletion: a value overwritten, RENAME's or a STORE's destination,
+    /// RESTORE REPLACE, MIGRATE's source (`lazyfree-lazy-server-del`).
+    ServerDel,
+    /// Evicted under maxmemory (`lazyfree-lazy-eviction`).
+    Eviction,
+}
+
+impl Cause {
+    fn lazy(self) -> bool {
+        let option = match self {
+            Cause::UserDel => &USER_DEL,
+            Cause::Expire => &EXPIRE,
+            Cause::ServerDel => &SERVER_DEL,
+            Cause::Eviction => &EVICTION,
+        };
+        option.load(Ordering::Relaxed)
+    }
+}
+
+/// Frees a value removed for `cause`: in the background when the cause's option is on and
+/// the value is big, here otherwise.
+pub fn free_for(cause: Cause, value: Value) {
+    if cause.lazy() && value.free_effort() > EFFORT_THRESHOLD {
+        free_in_background(value, 1);
+    }
+}
+
+/// [`free_for`], for a whole removed key.
+pub fn free_slot_for(cause: Cause, slot: Slot) {
+    if cause.lazy() && slot.value().free_effort() > EFFORT_THRESHOLD {
+        free_in_background(slot, 1);
+    }
 }
 
 /// `lazyfree-lazy-user-del`: DEL frees as UNLINK does.
@@ -70,6 +117,9 @@ fn sender() -> &'static Mutex<Sender<Garbage>> {
             .spawn(move || {
                 for (garbage, objects) in rx {
                     drop(garbage);
+                    if let Some(after_free) = AFTER_FREE.get() {
+                        after_free();
+                    }
                     PENDING.fetch_sub(objects, Ordering::Relaxed);
                     FREED.fetch_add(objects, Ordering::Relaxed);
                 }
@@ -77,6 +127,15 @@ fn sender() -> &'static Mutex<Sender<Garbage>> {
             .expect("the lazyfree thread starts");
         Mutex::new(tx)
     })
+}
+
+/// What the thread calls after each free (the server hands back the allocator's
+/// thread cache, so that `used_memory` drops at once).
+static AFTER_FREE: OnceLock<fn()> = OnceLock::new();
+
+/// Sets what the thread calls after each free (once; later calls change nothing).
+pub fn set_after_free(f: fn()) {
+    let _ = AFTER_FREE.set(f);
 }
 
 /// Drops `garbage`, which holds `objects` keys or values, on the background thread.
@@ -103,9 +162,7 @@ pub fn free(value: Value) {
 /// Frees the key an expiry removed (lazily or by the active sweep): in the background when
 /// `lazyfree-lazy-expire` is on and its value is big, here otherwise.
 pub fn free_expired(slot: Slot) {
-    if EXPIRE.load(Ordering::Relaxed) && slot.value().free_effort() > EFFORT_THRESHOLD {
-        free_in_background(slot, 1);
-    }
+    free_slot_for(Cause::Expire, slot);
 }
 
 /// Objects handed to the thread and not yet freed (INFO `lazyfree_pending_objects`).

@@ -218,9 +218,9 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("stop-writes-on-bgsave-error", None, 0, Kind::Bool, "yes", Effect::Inert),
     opt("set-proc-title", None, o::IMMUTABLE, Kind::Bool, "yes", Effect::Inert),
     opt("dynamic-hz", None, 0, Kind::Bool, "yes", Effect::Inert),
-    opt("lazyfree-lazy-eviction", None, o::DEBUG, Kind::Bool, "no", Effect::Inert),
+    opt("lazyfree-lazy-eviction", None, o::DEBUG, Kind::Bool, "no", Effect::Acts),
     opt("lazyfree-lazy-expire", None, o::DEBUG, Kind::Bool, "no", Effect::Acts),
-    opt("lazyfree-lazy-server-del", None, o::DEBUG, Kind::Bool, "no", Effect::Inert),
+    opt("lazyfree-lazy-server-del", None, o::DEBUG, Kind::Bool, "no", Effect::Acts),
     opt("lazyfree-lazy-user-del", None, o::DEBUG, Kind::Bool, "no", Effect::Acts),
     opt("lazyfree-lazy-user-flush", None, o::DEBUG, Kind::Bool, "no", Effect::Acts),
     opt("repl-disable-tcp-nodelay", None, 0, Kind::Bool, "no", Effect::Inert),
@@ -1851,6 +1851,8 @@ impl Config {
             user_del: self.get_bool("lazyfree-lazy-user-del"),
             user_flush: self.get_bool("lazyfree-lazy-user-flush"),
             expire: self.get_bool("lazyfree-lazy-expire"),
+            server_del: self.get_bool("lazyfree-lazy-server-del"),
+            eviction: self.get_bool("lazyfree-lazy-eviction"),
         });
         let as_size = |name| usize::try_from(self.unsigned(name)).unwrap_or(usize::MAX);
         latch_keyspace::compact::set(latch_keyspace::compact::Thresholds {

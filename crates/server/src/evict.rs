@@ -80,10 +80,19 @@ fn evict_until(server: &Server, limit: u64) {
     let samples = server.config.get_i64("maxmemory-samples").max(1) as usize;
     let started = Instant::now();
     while used_memory_now() > limit {
-        let Some(candidate) = choose(&server.keyspace, policy, samples) else {
-            return;
-        };
-        evict(server, candidate);
+        if latch_keyspace::lazyfree::pending() > 0 {
+            // Values on their way out (lazyfree-lazy-eviction, UNLINK): their memory counts
+            // until the thread frees them, so wait for that rather than evict more, as
+            // Redis waits for its lazyfree jobs.
+            std::thread::sleep(Duration::from_micros(50));
+        } else {
+            let Some(candidate) = choose(&server.keyspace, policy, samples) else {
+                return;
+            };
+            evict(server, candidate);
+            // The freed blocks sit in this thread's cache, still counted as used.
+            crate::jemalloc::flush_thread_cache();
+        }
         if started.elapsed() >= TIME_BUDGET {
             return;
         }
@@ -121,7 +130,7 @@ fn choose(keyspace: &Keyspace, policy: Policy, samples: usize) -> Option<Evictio
 fn evict(server: &Server, candidate: EvictionCandidate) {
     let EvictionCandidate { db, key, .. } = candidate;
     let mut view = server.keyspace.lock_keys(&[&key[..]]);
-    if !view.remove_stored(db, &key) {
+    if !view.remove_stored_for(db, &key, latch_keyspace::lazyfree::Cause::Eviction) {
         return;
     }
     view.signal_modified(db, &key);

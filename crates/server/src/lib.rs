@@ -21,6 +21,7 @@ pub mod commands;
 pub mod config;
 pub mod evict;
 pub mod gate;
+pub mod jemalloc;
 pub mod net;
 pub mod pause;
 pub mod persistence;

@@ -81,6 +81,7 @@ impl Server {
         let shards = (threads * 128).clamp(256, 1024);
         let keyspace = Keyspace::new(databases, shards);
         keyspace.set_long_wait(wait_beside_runtime);
+        latch_keyspace::lazyfree::set_after_free(crate::jemalloc::flush_thread_cache);
         let now = keyspace.clock().now();
         let (monitor_feed, _) = broadcast::channel(MONITOR_BACKLOG);
         let pubsub = crate::pubsub::Hub::new();

@@ -25,8 +25,8 @@ const INERT: &str = "
     crash-memcheck-enabled disable-thp dynamic-hz enable-module-command
     ignore-warnings
     io-threads-do-reads key-load-delay latency-tracking
-    latency-tracking-info-percentiles lazyfree-lazy-eviction
-    lazyfree-lazy-server-del lfu-decay-time
+    latency-tracking-info-percentiles
+    lfu-decay-time
     lfu-log-factor
     loading-process-events-interval-bytes masterauth masteruser maxmemory-eviction-tenacity
     no-appendfsync-on-rewrite oom-score-adj oom-score-adj-values proc-title-template propagation-error-behavior

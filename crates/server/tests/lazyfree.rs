@@ -1,5 +1,5 @@
-//! UNLINK, FLUSHALL/FLUSHDB ASYNC and `lazyfree-lazy-user-del/-user-flush/-expire`,
-//! against Latch and redis-server 7.0 side by side: the same replies, and the same counts in INFO's
+//! UNLINK, FLUSHALL/FLUSHDB ASYNC and `lazyfree-lazy-user-del/-user-flush/-expire/
+//! -server-del`, against Latch and redis-server 7.0 side by side: the same replies, and the same counts in INFO's
 //! `lazyfreed_objects` (big values go to the background, small ones are freed at once;
 //! a flush counts its keys).
 
@@ -172,6 +172,72 @@ fn scenario(server: &Server) -> Vec<String> {
         );
     }
 
+    // A command's own deletions (an overwrite, RENAME's and a STORE's destination, RESTORE
+    // REPLACE) free in place, unless lazyfree-lazy-server-del.
+    let _: () = redis::cmd("SADD")
+        .arg("src")
+        .arg("a")
+        .arg("b")
+        .query(&mut conn)
+        .unwrap();
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("src").query(&mut conn).unwrap();
+    for lazy in ["no", "yes"] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("lazyfree-lazy-server-del")
+            .arg(lazy)
+            .query(&mut conn)
+            .unwrap();
+        let run =
+            |seen: &mut Vec<String>, conn: &mut redis::Connection, what: &str, args: &[&[u8]]| {
+                let _: i64 = redis::cmd("UNLINK").arg("big").query(conn).unwrap();
+                step(seen, conn, &format!("before {what}"));
+                big_set(conn, "big");
+                let mut cmd = redis::cmd(std::str::from_utf8(args[0]).unwrap());
+                for arg in &args[1..] {
+                    cmd.arg(*arg);
+                }
+                let reply: redis::Value = cmd.query(conn).unwrap();
+                seen.push(format!("{what}: {reply:?}"));
+                step(
+                    seen,
+                    conn,
+                    &format!("after {what}, lazyfree-lazy-server-del {lazy}"),
+                );
+            };
+        run(&mut seen, &mut conn, "SET over it", &[b"SET", b"big", b"v"]);
+        big_set(&mut conn, "big2");
+        run(
+            &mut seen,
+            &mut conn,
+            "RENAME onto it",
+            &[b"RENAME", b"big2", b"big"],
+        );
+        run(
+            &mut seen,
+            &mut conn,
+            "SUNIONSTORE into it",
+            &[b"SUNIONSTORE", b"big", b"src"],
+        );
+        run(
+            &mut seen,
+            &mut conn,
+            "SINTERSTORE of nothing into it",
+            &[b"SINTERSTORE", b"big", b"src", b"missing"],
+        );
+        run(
+            &mut seen,
+            &mut conn,
+            "RESTORE REPLACE over it",
+            &[b"RESTORE", b"big", b"0", &payload, b"REPLACE"],
+        );
+        let _: i64 = redis::cmd("DEL")
+            .arg("big")
+            .arg("big2")
+            .query(&mut conn)
+            .unwrap();
+    }
+
     // CONFIG RESETSTAT zeroes the count.
     let _: () = redis::cmd("CONFIG")
         .arg("RESETSTAT")
@@ -216,4 +282,73 @@ fn unlinking_a_huge_set_answers_at_once() {
     assert_eq!(settled_freed(&mut conn), before + 1);
     // Generous: a loaded test machine.
     assert!(took < Duration::from_millis(250), "UNLINK took {took:?}");
+}
+
+fn info(conn: &mut redis::Connection, section: &str, name: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg(section).query(conn).unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// `lazyfree-lazy-eviction`: keys evicted under maxmemory go to the background thread
+/// when it is on, and are freed in place when it is off.
+#[test]
+fn eviction_frees_in_the_background_with_lazyfree_lazy_eviction() {
+    let server = Server::latch(&[]);
+    let mut conn = connect(&server);
+    for lazy in ["no", "yes"] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg(0)
+            .query(&mut conn)
+            .unwrap();
+        for i in 0..20 {
+            big_set(&mut conn, &format!("set:{lazy}:{i}"));
+        }
+        let used = info(&mut conn, "memory", "used_memory");
+        let freed_before = settled_freed(&mut conn);
+        let evicted_before = info(&mut conn, "stats", "evicted_keys");
+        for (name, value) in [
+            ("lazyfree-lazy-eviction", lazy.to_string()),
+            ("maxmemory-policy", "allkeys-random".to_string()),
+            ("maxmemory", (used - 300_000).to_string()),
+        ] {
+            let _: () = redis::cmd("CONFIG")
+                .arg("SET")
+                .arg(name)
+                .arg(value)
+                .query(&mut conn)
+                .unwrap();
+        }
+        // A write makes room first (with lazy frees it may take a few: a command whose
+        // eviction ran out of time while frees were under way is refused).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while redis::cmd("SET")
+            .arg("trigger")
+            .arg("x")
+            .query::<()>(&mut conn)
+            .is_err()
+        {
+            assert!(Instant::now() < deadline, "still OOM (lazy {lazy})");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let evicted = info(&mut conn, "stats", "evicted_keys") - evicted_before;
+        // About 300 KB over, in sets of about 30 KB: some evicted, not all 20 (the memory
+        // they free must be seen as freed).
+        assert!(
+            (1..20).contains(&evicted),
+            "{evicted} evicted (lazy {lazy})"
+        );
+        let freed = settled_freed(&mut conn) - freed_before;
+        if lazy == "yes" {
+            assert!(freed > 0, "{evicted} evicted, none freed in the background");
+        } else {
+            assert_eq!(freed, 0, "{evicted} evicted in place, yet lazily freed");
+        }
+    }
 }

@@ -6,6 +6,7 @@
 //! does with its single wall clock.
 
 use bytes::Bytes;
+use latch_keyspace::lazyfree::{self, Cause};
 use latch_keyspace::Deadline;
 
 use crate::commands::{err, is, parse_i64, Ctx};
@@ -293,7 +294,9 @@ fn set_expiry(ctx: &mut Ctx<'_, '_>, args: &[Bytes], base: Base, unit_ms: i64, n
     // logged DEL that followed removes it.
     let passed = when_ms <= now.wall_ms;
     if passed && !now.loading {
-        ctx.keys.remove(db, &args[1]);
+        if let Some(old) = ctx.keys.remove(db, &args[1]) {
+            lazyfree::free_for(Cause::Expire, old.value);
+        }
         ctx.keys.signal_modified(db, &args[1]);
         ctx.notify(notify::GENERIC, "del", &args[1]);
         ctx.reply.integer(1);

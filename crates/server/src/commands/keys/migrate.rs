@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use latch_keyspace::lazyfree::{self, Cause};
 use latch_persist::rdb::dump_payload;
 
 use crate::commands::{err, is, parse_i64, Ctx};
@@ -460,7 +461,8 @@ fn migrate(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     if !options.copy {
         for &index in &outcome.accepted {
             let key = &restores[index].0;
-            if ctx.keys.remove(db, key).is_some() {
+            if let Some(old) = ctx.keys.remove(db, key) {
+                lazyfree::free_for(Cause::ServerDel, old.value);
                 ctx.keys.signal_modified(db, key);
                 ctx.notify(notify::GENERIC, "del", key);
                 deleted.push(key.clone());

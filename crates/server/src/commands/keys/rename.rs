@@ -4,6 +4,7 @@
 //! the other database is another one (MOVE, COPY ... DB).
 
 use bytes::Bytes;
+use latch_keyspace::lazyfree::{self, Cause};
 
 use crate::commands::{err, is, parse_i64, Ctx};
 use crate::pubsub::notify;
@@ -111,7 +112,9 @@ fn rename_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], only_if_new: bool) {
     };
     if destination_exists {
         // Deleted, then created anew (a `new` event), as in Redis.
-        ctx.keys.remove(db, destination);
+        if let Some(old) = ctx.keys.remove(db, destination) {
+            lazyfree::free_for(Cause::ServerDel, old.value);
+        }
     }
     ctx.keys.put_entry(db, destination, entry);
     ctx.keys.signal_modified(db, source);
@@ -194,7 +197,9 @@ fn copy(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     if destination_exists {
         // Replaced: deleted, then created anew (a `new` event), as in Redis.
-        ctx.keys.remove(destination_db, destination);
+        if let Some(old) = ctx.keys.remove(destination_db, destination) {
+            lazyfree::free_for(Cause::ServerDel, old.value);
+        }
     }
     // The copy is a new value: it starts with a fresh access time.
     ctx.keys.set(destination_db, destination, value, deadline);
