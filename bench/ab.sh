@@ -43,9 +43,10 @@ requests_per_second() {
     load_release_script
     taskset -c 1 redis-benchmark -p "$port" -r 100000 -n 300000 -c 50 -P "$pipeline" \
         -t set >/dev/null 2>&1
-    # shellcheck disable=SC2046
+    local args
+    read -ra args <<<"$(row_args "$row")" # no globbing of XADD's `*`
     taskset -c 1 redis-benchmark -p "$port" -r 100000 -n "$requests" -c 50 -P "$pipeline" \
-        --csv $(row_args "$row") 2>/dev/null | awk -F'","' 'NR == 2 { gsub(/"/, "", $2); print $2 }'
+        --csv "${args[@]}" 2>/dev/null | awk -F'","' 'NR == 2 { gsub(/"/, "", $2); print $2 }'
     kill -9 "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null || true
     pid=

@@ -145,9 +145,11 @@ bench() {
     [[ $which == ceiling ]] || fill_for_pops "$row" "$requests"
     local before after
     before=$(cpu_ticks)
-    # shellcheck disable=SC2046
+    # Split into words without globbing (XADD's `*`).
+    local args
+    read -ra args <<<"$(row_args "$row")"
     "${pin[@]}" redis-benchmark -p "$port" -r 100000 -n "$requests" -c "$clients" \
-        -P "$pipeline" --csv $(row_args "$row") 2>/dev/null >"$work/out.csv"
+        -P "$pipeline" --csv "${args[@]}" 2>/dev/null >"$work/out.csv"
     local delivered_rps=-
     if [[ -n $subscribers_pid ]]; then
         wait "$subscribers_pid"

@@ -50,9 +50,10 @@ start() {
 split() {
     local before after
     before=$(awk '{ print $14, $15 }' "/proc/$pid/stat")
-    # shellcheck disable=SC2046
+    local args
+    read -ra args <<<"$(row_args "$1")" # no globbing of XADD's `*`
     taskset -c 1 redis-benchmark -p "$port" -r 100000 -n "$requests" -c 50 -P "$pipeline" \
-        --csv $(row_args "$1") 2>/dev/null >"$work/out.csv"
+        --csv "${args[@]}" 2>/dev/null >"$work/out.csv"
     after=$(awk '{ print $14, $15 }' "/proc/$pid/stat")
     awk -F'","' -v before="$before" -v after="$after" -v hz="$ticks_per_second" -v n="$requests" '
         NR == 2 { split(before, b, " "); split(after, a, " "); gsub(/"/, "", $2);
