@@ -14,24 +14,24 @@ fn connect(server: &Server) -> redis::Connection {
         .unwrap()
 }
 
-fn info_field(conn: &mut redis::Connection, name: &str) -> u64 {
-    let info: String = redis::cmd("INFO").arg("memory").query(conn).unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("no {name} in INFO"))
-        .trim()
-        .parse()
-        .unwrap()
+/// CONFIG SET of one option (the test fails on an error reply).
+fn config_set(conn: &mut redis::Connection, name: &str, value: impl redis::ToRedisArgs) {
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg(name)
+        .arg(value)
+        .query(conn)
+        .unwrap();
 }
 
 /// `lazyfreed_objects` once nothing is pending any more.
 fn settled_freed(conn: &mut redis::Connection) -> u64 {
     let deadline = Instant::now() + Duration::from_secs(10);
-    while info_field(conn, "lazyfree_pending_objects") != 0 {
+    while info(conn, "memory", "lazyfree_pending_objects") != 0 {
         assert!(Instant::now() < deadline, "lazyfree never caught up");
         std::thread::sleep(Duration::from_millis(5));
     }
-    info_field(conn, "lazyfreed_objects")
+    info(conn, "memory", "lazyfreed_objects")
 }
 
 /// A set of 1,000 strings: a hash table in both servers, whose freeing walks every member
@@ -97,12 +97,7 @@ fn scenario(server: &Server) -> Vec<String> {
     big_set(&mut conn, "big");
     let _: i64 = redis::cmd("DEL").arg("big").query(&mut conn).unwrap();
     step(&mut seen, &mut conn, "after DEL");
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("lazyfree-lazy-user-del")
-        .arg("yes")
-        .query(&mut conn)
-        .unwrap();
+    config_set(&mut conn, "lazyfree-lazy-user-del", "yes");
     big_set(&mut conn, "big");
     let _: i64 = redis::cmd("DEL").arg("big").query(&mut conn).unwrap();
     step(
@@ -150,12 +145,7 @@ fn scenario(server: &Server) -> Vec<String> {
 
     // Expiry frees in place, unless lazyfree-lazy-expire.
     for lazy in ["no", "yes"] {
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("lazyfree-lazy-expire")
-            .arg(lazy)
-            .query(&mut conn)
-            .unwrap();
+        config_set(&mut conn, "lazyfree-lazy-expire", lazy);
         big_set(&mut conn, "big");
         let _: i64 = redis::cmd("PEXPIRE")
             .arg("big")
@@ -182,12 +172,7 @@ fn scenario(server: &Server) -> Vec<String> {
         .unwrap();
     let payload: Vec<u8> = redis::cmd("DUMP").arg("src").query(&mut conn).unwrap();
     for lazy in ["no", "yes"] {
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("lazyfree-lazy-server-del")
-            .arg(lazy)
-            .query(&mut conn)
-            .unwrap();
+        config_set(&mut conn, "lazyfree-lazy-server-del", lazy);
         let run =
             |seen: &mut Vec<String>, conn: &mut redis::Connection, what: &str, args: &[&[u8]]| {
                 let _: i64 = redis::cmd("UNLINK").arg("big").query(conn).unwrap();
@@ -301,12 +286,7 @@ fn eviction_frees_in_the_background_with_lazyfree_lazy_eviction() {
     let server = Server::latch(&[]);
     let mut conn = connect(&server);
     for lazy in ["no", "yes"] {
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("maxmemory")
-            .arg(0)
-            .query(&mut conn)
-            .unwrap();
+        config_set(&mut conn, "maxmemory", 0);
         for i in 0..20 {
             big_set(&mut conn, &format!("set:{lazy}:{i}"));
         }
@@ -318,12 +298,7 @@ fn eviction_frees_in_the_background_with_lazyfree_lazy_eviction() {
             ("maxmemory-policy", "allkeys-random".to_string()),
             ("maxmemory", (used - 300_000).to_string()),
         ] {
-            let _: () = redis::cmd("CONFIG")
-                .arg("SET")
-                .arg(name)
-                .arg(value)
-                .query(&mut conn)
-                .unwrap();
+            config_set(&mut conn, name, value);
         }
         // A write makes room first (with lazy frees it may take a few: a command whose
         // eviction ran out of time while frees were under way is refused).
