@@ -94,7 +94,15 @@ pub fn prefetch(
             continue;
         }
         let _ = command.visit_keys(args, |at, _| {
-            if count < PREFETCH_KEYS {
+            // A pipeline to one key (a queue's pushes and pops, a counter) names the key
+            // the command before named: it is in cache already, and each prefetch step
+            // costs a try-lock of its shard.
+            // (The last bytes first: random keys mostly differ there, and cheaply.)
+            let repeated = count > 0 && {
+                let (before, key) = (keys[count - 1], &args[at][..]);
+                before.len() == key.len() && before.last() == key.last() && before == key
+            };
+            if count < PREFETCH_KEYS && !repeated {
                 hashes[count] = server.keyspace.prefetch(client.db, &args[at]);
                 keys[count] = &args[at];
                 count += 1;
