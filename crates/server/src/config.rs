@@ -1554,6 +1554,9 @@ struct HotValues {
     min_replicas_max_lag: AtomicU64,
     /// Read by every script run.
     busy_reply_threshold_ms: AtomicU64,
+    /// Read by every XADD.
+    stream_node_max_entries: AtomicU64,
+    stream_node_max_bytes: AtomicU64,
 }
 
 /// The server's options: shared, read often, changed by CONFIG SET.
@@ -1844,6 +1847,10 @@ impl Config {
         );
         hot.busy_reply_threshold_ms
             .store(self.unsigned("busy-reply-threshold"), Ordering::Relaxed);
+        hot.stream_node_max_entries
+            .store(self.unsigned("stream-node-max-entries"), Ordering::Relaxed);
+        hot.stream_node_max_bytes
+            .store(self.unsigned("stream-node-max-bytes"), Ordering::Relaxed);
         // jemalloc's background threads return freed pages to the kernel (RSS follows
         // used_memory); as in Redis, on by default. Without jemalloc this fails: ignored.
         let _ = tikv_jemalloc_ctl::background_thread::write(self.get_bool("jemalloc-bg-thread"));
@@ -1869,6 +1876,14 @@ impl Config {
     /// Milliseconds a script may run before others get BUSY replies.
     pub fn busy_reply_threshold_ms(&self) -> u64 {
         self.hot.busy_reply_threshold_ms.load(Ordering::Relaxed)
+    }
+
+    /// `stream-node-max-entries` and `stream-node-max-bytes` (0: no limit).
+    pub fn stream_node_limits(&self) -> (u64, u64) {
+        (
+            self.hot.stream_node_max_entries.load(Ordering::Relaxed),
+            self.hot.stream_node_max_bytes.load(Ordering::Relaxed),
+        )
     }
 
     /// `restart-delay`: milliseconds of refused writes after an unclean shutdown.

@@ -69,10 +69,10 @@ fn stream_or_reply<'a>(
 
 /// The node limits XADD splits by (`stream-node-max-entries`, `stream-node-max-bytes`).
 fn node_limits(ctx: &Ctx<'_, '_>) -> NodeLimits {
-    let config = &ctx.server.config;
+    let (max_entries, max_bytes) = ctx.server.config.stream_node_limits();
     NodeLimits {
-        max_entries: config.get_i64("stream-node-max-entries").max(0) as u64,
-        max_bytes: config.get_i64("stream-node-max-bytes").max(0) as u64,
+        max_entries,
+        max_bytes,
     }
 }
 
@@ -219,7 +219,15 @@ fn range_end_or_reply(reply: &mut Reply, arg: &[u8]) -> Option<StreamId> {
 }
 
 fn reply_id(reply: &mut Reply, id: StreamId) {
-    reply.bulk(id.to_string().as_bytes());
+    // "ms-seq" in a stack buffer: every XADD answers one.
+    let mut text = [0u8; 41];
+    let mut ms = itoa::Buffer::new();
+    let mut seq = itoa::Buffer::new();
+    let (ms, seq) = (ms.format(id.ms).as_bytes(), seq.format(id.seq).as_bytes());
+    text[..ms.len()].copy_from_slice(ms);
+    text[ms.len()] = b'-';
+    text[ms.len() + 1..ms.len() + 1 + seq.len()].copy_from_slice(seq);
+    reply.bulk(&text[..ms.len() + 1 + seq.len()]);
 }
 
 /// One entry as Redis shows it: its ID and its fields and values.
