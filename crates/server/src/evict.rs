@@ -79,19 +79,29 @@ fn evict_until(server: &Server, limit: u64) {
     };
     let samples = server.config.get_i64("maxmemory-samples").max(1) as usize;
     let started = Instant::now();
+    // Lazy frees this loop handed over (lazyfree-lazy-eviction): while the thread has not
+    // freed them their memory still counts, and evicting on would remove keys for memory
+    // already on its way back; so the loop waits for the pending count to fall back to
+    // where it was before. (Frees others handed over, an UNLINK's, are not waited for.)
+    let mut handed_over_at: Option<u64> = None;
     while used_memory_now() > limit {
-        if latch_keyspace::lazyfree::pending() > 0 {
-            // Values on their way out (lazyfree-lazy-eviction, UNLINK): their memory counts
-            // until the thread frees them, so wait for that rather than evict more, as
-            // Redis waits for its lazyfree jobs.
-            std::thread::sleep(Duration::from_micros(50));
-        } else {
-            let Some(candidate) = choose(&server.keyspace, policy, samples) else {
-                return;
-            };
-            evict(server, candidate);
-            // The freed blocks sit in this thread's cache, still counted as used.
-            crate::jemalloc::flush_thread_cache();
+        let pending = latch_keyspace::lazyfree::pending();
+        match handed_over_at {
+            Some(before) if pending > before => {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+            _ => {
+                handed_over_at = None;
+                let Some(candidate) = choose(&server.keyspace, policy, samples) else {
+                    return;
+                };
+                evict(server, candidate);
+                // The freed blocks sit in this thread's cache, still counted as used.
+                crate::jemalloc::flush_thread_cache();
+                if latch_keyspace::lazyfree::pending() > pending {
+                    handed_over_at = Some(pending);
+                }
+            }
         }
         if started.elapsed() >= TIME_BUDGET {
             return;
