@@ -223,14 +223,6 @@ impl Node {
         }
     }
 
-    fn len(&self) -> usize {
-        self.count()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.count() == 0
-    }
-
     fn heap_bytes(&self) -> usize {
         match self {
             Node::Plain(pack) | Node::Incompressible(pack) => pack.heap_bytes(),
@@ -535,7 +527,7 @@ impl List {
     fn node_len(&self, k: usize) -> usize {
         match &self.repr {
             Repr::Single(pack) => pack.len(),
-            Repr::Nodes(nodes) => nodes.nodes[k].len(),
+            Repr::Nodes(nodes) => nodes.nodes[k].count(),
         }
     }
 
@@ -592,7 +584,7 @@ impl List {
         };
         let small = match nodes.nodes.len() {
             0 => true,
-            1 => nodes.nodes[0].len() <= SINGLE_MAX_ENTRIES,
+            1 => nodes.nodes[0].count() <= SINGLE_MAX_ENTRIES,
             _ => false,
         };
         if small {
@@ -622,7 +614,7 @@ impl List {
     /// Removes node `k`, which must be empty (a single pack just stays, empty).
     fn remove_empty_node(&mut self, k: usize) {
         if let Repr::Nodes(nodes) = &mut self.repr {
-            debug_assert!(nodes.nodes[k].is_empty());
+            debug_assert!(nodes.nodes[k].count() == 0);
             nodes.nodes.remove(k);
             if k == nodes.nodes.len() {
                 nodes.tail.forget();
@@ -753,19 +745,19 @@ impl List {
         if index < nodes.len / 2 {
             let mut rest = index;
             for (k, node) in nodes.nodes.iter().enumerate() {
-                if rest < node.len() {
+                if rest < node.count() {
                     return (k, rest);
                 }
-                rest -= node.len();
+                rest -= node.count();
             }
         } else {
             // Counting from the tail: the element is `from_tail` (1-based) from the end.
             let mut from_tail = nodes.len - index;
             for (k, node) in nodes.nodes.iter().enumerate().rev() {
-                if from_tail <= node.len() {
-                    return (k, node.len() - from_tail);
+                if from_tail <= node.count() {
+                    return (k, node.count() - from_tail);
                 }
-                from_tail -= node.len();
+                from_tail -= node.count();
             }
         }
         unreachable!("the cached length covers every node")
@@ -854,11 +846,11 @@ impl List {
             return;
         };
         let nodes = &mut nodes.nodes;
-        if k > 0 && limit.allows(&nodes[k - 1], nodes[k].data_bytes(), nodes[k].len()) {
+        if k > 0 && limit.allows(&nodes[k - 1], nodes[k].data_bytes(), nodes[k].count()) {
             let node = nodes.remove(k).expect("node in range").into_pack();
             nodes[k - 1].pack_mut().append(&node);
         } else if k + 1 < nodes.len()
-            && limit.allows(&nodes[k], nodes[k + 1].data_bytes(), nodes[k + 1].len())
+            && limit.allows(&nodes[k], nodes[k + 1].data_bytes(), nodes[k + 1].count())
         {
             let next = nodes.remove(k + 1).expect("node in range").into_pack();
             nodes[k].pack_mut().append(&next);
@@ -873,7 +865,7 @@ impl List {
             let nodes = &mut nodes.nodes;
             let mut k = 0;
             while k + 1 < nodes.len() {
-                if limit.allows(&nodes[k], nodes[k + 1].data_bytes(), nodes[k + 1].len()) {
+                if limit.allows(&nodes[k], nodes[k + 1].data_bytes(), nodes[k + 1].count()) {
                     let next = nodes.remove(k + 1).expect("node in range").into_pack();
                     nodes[k].pack_mut().append(&next);
                 } else {

@@ -27,7 +27,7 @@ fn check_shape(list: &List, limit: NodeLimit) {
                 Node::Compressed(packed) => {
                     assert!(inner, "end node {k} compressed");
                     let pack = packed.restore();
-                    assert_eq!(pack.len(), node.len());
+                    assert_eq!(pack.len(), node.count());
                     assert!(packed.0.heap_bytes() < pack.heap_bytes(), "node {k} grew");
                 }
                 Node::Incompressible(pack) => {
@@ -37,7 +37,7 @@ fn check_shape(list: &List, limit: NodeLimit) {
                 }
             }
         }
-        let one_small = nodes.nodes.len() == 1 && nodes.nodes[0].len() <= SINGLE_MAX_ENTRIES;
+        let one_small = nodes.nodes.len() == 1 && nodes.nodes[0].count() <= SINGLE_MAX_ENTRIES;
         assert!(
             nodes.nodes.len() >= 2 || !one_small,
             "a boxed list that fits the single form"
