@@ -30,7 +30,7 @@
 //! Latch's own option (Redis has none; Dragonfly's proactor spins a little before it
 //! sleeps, as here). 0 turns it off.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use latch_keyspace::Tick;
@@ -47,6 +47,8 @@ static WAKE: Notify = Notify::const_new();
 /// When the read that woke the poller came (a [`Tick`] in nanoseconds): the poller itself
 /// runs only after that connection's batch.
 static WOKEN_AT: AtomicU64 = AtomicU64::new(0);
+/// The worker the poller last yielded on while polling (`usize::MAX`: it sleeps).
+static POLLER_WORKER: AtomicUsize = AtomicUsize::new(usize::MAX);
 /// The window now, in microseconds (INFO stats' `busy_poll_window_us`).
 static WINDOW_US: AtomicU64 = AtomicU64::new(0);
 
@@ -74,6 +76,12 @@ pub fn input_arrived() {
         WOKEN_AT.store(Tick::now().as_nanos(), Ordering::Relaxed);
         WAKE.notify_one();
     }
+}
+
+/// Whether the poller is polling on runtime worker `worker` (so one of the tasks queued
+/// there is the poller, not a connection with input).
+pub fn polls_on(worker: usize) -> bool {
+    POLLER_WORKER.load(Ordering::Relaxed) == worker
 }
 
 /// The window the poller keeps open after input now, in microseconds.
@@ -195,9 +203,14 @@ pub async fn run(server: Arc<Server>) {
             }
         }
         if window.keep_polling(INPUTS.load(Ordering::Relaxed), Tick::now()) {
+            let worker = tokio::runtime::worker_index().unwrap_or(usize::MAX);
+            if POLLER_WORKER.load(Ordering::Relaxed) != worker {
+                POLLER_WORKER.store(worker, Ordering::Relaxed);
+            }
             tokio::task::yield_now().await;
             continue;
         }
+        POLLER_WORKER.store(usize::MAX, Ordering::Relaxed);
         WINDOW_US.store(window.length_ns() / 1000, Ordering::Relaxed);
         ASLEEP.store(true, Ordering::Relaxed);
         // A read between the store and this wait leaves a permit: no input is missed.

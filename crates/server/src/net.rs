@@ -539,6 +539,8 @@ where
     // Made once, as `interrupt`, and made anew each time it resolves.
     let outbox_ready = shared.outbox.ready();
     tokio::pin!(outbox_ready);
+    // Receivers of what this connection's commands published, told once its reply is out.
+    let mut deferred = crate::pubsub::Deferred::default();
     let mut buffers = Buffers {
         input: BytesMut::with_capacity(READ_CHUNK),
         input_allocation: READ_CHUNK,
@@ -578,9 +580,16 @@ where
         // Monitors and subscribers wait for what others send them: no idle timeout.
         let times_out =
             !limits.idle_timeout.is_zero() && !is_monitor && !client.subscriptions.any();
+        // A client others send messages to lets them write to its socket while it waits.
+        let mut idle = IdleOutbox::enter(
+            &shared.outbox,
+            shared.fd,
+            client.subscriptions.any() || client.tracking.on,
+        );
         let read = tokio::select! {
             biased;
             interrupted = &mut interrupt => {
+                idle.leave();
                 if interrupted {
                     break 'connection;
                 }
@@ -593,8 +602,12 @@ where
                 interrupt.set(interruption(&shared, server, true));
                 continue;
             }
-            read = stream.read_buf(input) => read,
+            read = stream.read_buf(input) => {
+                idle.leave();
+                read
+            }
             line = recv_monitor(&mut monitor), if is_monitor => {
+                idle.leave();
                 if let Some(line) = line {
                     if stream.write_all(&line).await.is_err() {
                         break 'connection;
@@ -603,15 +616,17 @@ where
                 continue;
             }
             _ = &mut outbox_ready => {
+                idle.leave();
                 outbox_ready.set(shared.outbox.ready());
                 shared.outbox.take_into(reply.buffer());
                 let output_limit = limits.output_for(client);
-                if !flush(server, client, stream, reply, output_limit, &mut buffers.soft_limit_since).await {
+                if !flush(server, client, stream, reply, output_limit, &mut buffers.soft_limit_since, None).await {
                     break 'connection;
                 }
                 continue;
             }
-            _ = idle(limits.idle_timeout), if times_out => {
+            _ = idle_timeout(limits.idle_timeout), if times_out => {
+                idle.leave();
                 debug!(id, "closing idle client");
                 break 'connection;
             }
@@ -689,8 +704,18 @@ where
                 if client.shared.outbox.queued() > 0 {
                     client.shared.outbox.take_into(reply.buffer());
                 }
-                let mut step = execute(server, client, reply, args, found, reading).await;
+                let mut step = execute(
+                    server,
+                    client,
+                    reply,
+                    args,
+                    found,
+                    reading,
+                    Some(&mut deferred),
+                )
+                .await;
                 if step == Step::Paused {
+                    deferred.wake_all();
                     let io = HeldIo {
                         input,
                         parser,
@@ -726,10 +751,12 @@ where
                 }
                 if !client.woken.is_empty() {
                     reading = None;
+                    deferred.wake_all();
                     await_woken(std::mem::take(&mut client.woken), None).await;
                 }
                 if client.blocked.is_some() {
                     reading = None;
+                    deferred.wake_all();
                     // Answer what came before, then wait; later input stays buffered.
                     let (peak, soft_since) =
                         (&mut buffers.reply_peak, &mut buffers.soft_limit_since);
@@ -751,6 +778,7 @@ where
                 }
                 if reply.len() >= REPLY_FLUSH_AT {
                     reading = None;
+                    deferred.wake_all();
                     let (peak, soft_since) =
                         (&mut buffers.reply_peak, &mut buffers.soft_limit_since);
                     if !flush_batch(server, client, stream, reply, &limits, peak, soft_since).await
@@ -808,6 +836,7 @@ where
             // writes it before their messages), so its next request overlaps their
             // writes. A pipelined batch of publishes still yields: its subscribers then
             // take more messages per write (bench/compare.sh, docs/PERFORMANCE.md).
+            deferred.wake_all();
             tokio::task::yield_now().await;
         }
         if !flush(
@@ -817,10 +846,16 @@ where
             &mut buffers.reply,
             limits.output_for(client),
             &mut buffers.soft_limit_since,
+            Some(&mut deferred),
         )
         .await
         {
             break;
+        }
+        if !deferred.is_empty() {
+            // The reply is out; now what the commands published. With nothing else
+            // ready on this worker (no batching to wait for), written here.
+            deferred.hand_on(server, !connections_are_ready());
         }
         buffers.review(arrived);
     }
@@ -845,6 +880,7 @@ async fn flush_batch<W: AsyncWrite + Unpin>(
         reply,
         limits.output_for(client),
         soft_since,
+        None,
     )
     .await
 }
@@ -895,6 +931,22 @@ fn others_are_ready() -> bool {
     .unwrap_or(false)
 }
 
+/// Whether connections (not only the busy poller) are queued to run on this worker after
+/// the current one.
+fn connections_are_ready() -> bool {
+    let Some(worker) = tokio::runtime::worker_index() else {
+        return false;
+    };
+    with_runtime(|handle| {
+        let metrics = handle.metrics();
+        let poller = usize::from(crate::busy_poll::polls_on(worker));
+        worker < metrics.num_workers()
+            && (metrics.worker_local_queue_depth(worker) > poller
+                || metrics.global_queue_depth() > 0)
+    })
+    .unwrap_or(false)
+}
+
 /// Runs `f` with the handle of the runtime this thread belongs to (looked up once per
 /// thread); `None` off any runtime.
 pub(crate) fn with_runtime<R>(f: impl FnOnce(&tokio::runtime::Handle) -> R) -> Option<R> {
@@ -923,6 +975,8 @@ enum Step {
 
 /// Runs one command through the gatekeeper; when a script holds the server, waits (without
 /// holding the thread) and runs it again.
+/// With `deferred`, the wake-ups of whoever the command delivers messages to wait there
+/// (`pubsub::Deferred`) for the connection to hand them on.
 async fn execute(
     server: &Server,
     client: &mut Client,
@@ -930,11 +984,17 @@ async fn execute(
     args: &[Bytes],
     found: Option<&'static crate::table::Command>,
     mut reading: Option<latch_keyspace::Tick>,
+    mut deferred: Option<&mut crate::pubsub::Deferred>,
 ) -> Step {
     loop {
         let before = reply.len();
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            gate::execute(server, client, reply, args, found, reading)
+            match deferred.as_deref_mut() {
+                Some(deferred) => {
+                    deferred.run(|| gate::execute(server, client, reply, args, found, reading))
+                }
+                None => gate::execute(server, client, reply, args, found, reading),
+            }
         }));
         match outcome {
             Ok(gate::Outcome::Done) => return Step::Done,
@@ -942,6 +1002,9 @@ async fn execute(
             Ok(gate::Outcome::Deferred { until_end }) => {
                 // After the wait, the command reads the clock itself.
                 reading = None;
+                if let Some(deferred) = deferred.as_deref_mut() {
+                    deferred.wake_all();
+                }
                 tokio::select! {
                     _ = scripting::wait(&server.scripting, until_end) => {}
                     _ = interrupted(&client.shared, server) => return Step::Close,
@@ -1075,7 +1138,7 @@ async fn run_held<S: AsyncRead + AsyncWrite + Unpin>(
         {
             return Step::Close;
         }
-        let step = execute(server, client, io.reply, args, found, None).await;
+        let step = execute(server, client, io.reply, args, found, None, None).await;
         if step != Step::Paused {
             return step;
         }
@@ -1231,7 +1294,8 @@ impl Blocked<'_> {
                 BlockEvent::Retry => {
                     let args = block.args.clone();
                     // Never `Paused`: the gatekeeper does not hold a blocked client's retry.
-                    if execute(server, client, reply, &args, None, None).await == Step::Close {
+                    if execute(server, client, reply, &args, None, None, None).await == Step::Close
+                    {
                         return false;
                     }
                     await_woken(std::mem::take(&mut client.woken), Some(&waiter)).await;
@@ -1314,6 +1378,7 @@ async fn flush<W: AsyncWrite + Unpin>(
     reply: &mut Reply,
     limit: &BufferLimit,
     soft_since: &mut Option<tokio::time::Instant>,
+    deferred: Option<&mut crate::pubsub::Deferred>,
 ) -> bool {
     // Logged writes reach the AOF file (and the disk under `appendfsync always`) before
     // their replies leave.
@@ -1347,6 +1412,11 @@ async fn flush<W: AsyncWrite + Unpin>(
         Some(Ok(n)) => n,
         None => 0,
     };
+    // The client does not read fast enough: whoever the commands published to is not kept
+    // waiting for it.
+    if let Some(deferred) = deferred {
+        deferred.wake_all();
+    }
     flush_rest(server, client, writer, buffer, written, limit, soft_since).await
 }
 
@@ -1433,7 +1503,7 @@ async fn flush_all<W: AsyncWrite + Unpin>(
         soft_bytes: 0,
         soft_seconds: 0,
     };
-    flush(server, client, writer, reply, &unlimited, &mut None).await
+    flush(server, client, writer, reply, &unlimited, &mut None, None).await
 }
 
 async fn recv_monitor(monitor: &mut Option<broadcast::Receiver<Bytes>>) -> Option<Bytes> {
@@ -1449,8 +1519,34 @@ async fn recv_monitor(monitor: &mut Option<broadcast::Receiver<Bytes>>) -> Optio
     }
 }
 
-async fn idle(timeout: Duration) {
+async fn idle_timeout(timeout: Duration) {
     tokio::time::sleep(timeout).await;
+}
+
+/// A connection waiting for input with nothing to write, whose socket others may write
+/// their messages to meanwhile (`pubsub::Outbox::idle`). Left (under the outbox's lock)
+/// before the connection writes anything or closes the socket, and when dropped.
+struct IdleOutbox<'a>(Option<&'a crate::pubsub::Outbox>);
+
+impl<'a> IdleOutbox<'a> {
+    /// Enters the state when `wanted` and nothing is queued (else the connection is woken
+    /// to take it).
+    fn enter(outbox: &'a crate::pubsub::Outbox, fd: i64, wanted: bool) -> IdleOutbox<'a> {
+        let fd = i32::try_from(fd).unwrap_or(-1);
+        IdleOutbox((wanted && fd >= 0 && outbox.idle(fd)).then_some(outbox))
+    }
+
+    fn leave(&mut self) {
+        if let Some(outbox) = self.0.take() {
+            outbox.busy();
+        }
+    }
+}
+
+impl Drop for IdleOutbox<'_> {
+    fn drop(&mut self) {
+        self.leave();
+    }
 }
 
 /// Resolves once the client is killed or the server shuts down.

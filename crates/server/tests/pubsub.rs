@@ -548,3 +548,103 @@ fn a_blocked_resp3_subscriber_gets_messages_while_it_waits() {
     let theirs = run(&Server::redis(&[]));
     assert_eq!(ours, theirs);
 }
+
+/// An unpipelined publisher's messages are written by its own connection into the
+/// sockets of subscribers that wait for input (`pubsub::Outbox::idle`). Big messages to a
+/// subscriber that does not read for a while (its socket fills: partial writes, the rest
+/// queued) and to a RESP3 subscriber that sends commands of its own between them must
+/// arrive whole, in order, with each reply in its place.
+#[test]
+fn direct_writes_keep_messages_whole_and_in_order() {
+    const COUNT: usize = 300;
+    const SIZE: usize = 60_000;
+    let payload = |i: usize| {
+        let mut p = format!("{i}:").into_bytes();
+        p.resize(SIZE, b'a' + (i % 26) as u8);
+        p
+    };
+    let latch = Server::latch(&["--io-threads", "2"]);
+    let mut slow = Conn::open(&latch);
+    slow.step(&["SUBSCRIBE", "big"], "ready", true);
+    let mut chatty = Conn::open(&latch);
+    chatty.call(&["HELLO", "3"]);
+    chatty.step(&["SUBSCRIBE", "big"], "ready", false);
+    let port = latch.port;
+    let publisher = std::thread::spawn(move || {
+        let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        for i in 0..COUNT {
+            conn.write_all(&encode(&[b"PUBLISH", b"big", &payload(i)]))
+                .unwrap();
+            let mut reply = [0u8; 4];
+            conn.read_exact(&mut reply).unwrap();
+            assert_eq!(&reply, b":2\r\n", "PUBLISH {i}");
+        }
+    });
+    // The RESP3 subscriber: after every 10th message it sends `PING n`; the reply must
+    // come whole, between pushes, in the order the PINGs went out.
+    let mut stream = Vec::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    let (mut at, mut messages, mut pings_sent, mut pongs) = (0, 0, 0, 0);
+    while messages < COUNT || pongs < pings_sent {
+        let rest = &stream[at..];
+        if let Some((push, used)) = parse_push(rest) {
+            assert_eq!(push, payload(messages), "message {messages}");
+            messages += 1;
+            at += used;
+            if messages % 10 == 0 {
+                chatty.send(&["PING", &pings_sent.to_string()]);
+                pings_sent += 1;
+            }
+            continue;
+        }
+        let pong = format!("${}\r\n{pongs}\r\n", pongs.to_string().len());
+        if rest.starts_with(pong.as_bytes()) {
+            at += pong.len();
+            pongs += 1;
+            continue;
+        }
+        let n = chatty.stream.read(&mut chunk).expect("read");
+        assert!(n > 0, "closed after {messages} messages");
+        stream.extend_from_slice(&chunk[..n]);
+        // Anything that is neither a push nor the next PING's reply is corruption.
+        let rest = &stream[at..];
+        assert!(
+            rest.starts_with(b">") || rest.starts_with(b"$") || rest.len() < 3,
+            "unexpected bytes after {messages} messages: {:?}",
+            String::from_utf8_lossy(&rest[..rest.len().min(40)])
+        );
+    }
+    assert_eq!(stream.len(), at, "bytes left over");
+    // The slow subscriber reads only once the publisher is done.
+    publisher.join().unwrap();
+    let got = read_messages(&mut slow, COUNT);
+    for (i, message) in got.iter().enumerate() {
+        assert_eq!(
+            message.as_bytes(),
+            payload(i),
+            "slow subscriber's message {i}"
+        );
+    }
+    let tail = slow.step(&["PING", "end"], "end", true);
+    assert_eq!(tail, "*2\r\n$4\r\npong\r\n$3\r\nend\r\n");
+}
+
+/// A RESP3 `>3 message channel payload` push at the start of `bytes`: its payload and
+/// length.
+fn parse_push(bytes: &[u8]) -> Option<(Vec<u8>, usize)> {
+    let header = b">3\r\n$7\r\nmessage\r\n$3\r\nbig\r\n$";
+    if bytes.len() < header.len() {
+        return None;
+    }
+    if !bytes.starts_with(header) {
+        return None;
+    }
+    let mut at = header.len();
+    let end = bytes[at..].windows(2).position(|w| w == b"\r\n")? + at;
+    let len: usize = std::str::from_utf8(&bytes[at..end]).ok()?.parse().ok()?;
+    at = end + 2;
+    if bytes.len() < at + len + 2 {
+        return None;
+    }
+    Some((bytes[at..at + len].to_vec(), at + len + 2))
+}

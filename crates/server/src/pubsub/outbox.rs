@@ -5,10 +5,19 @@
 //! at once, when it is waiting for input) and writes it out. A producer never waits for the
 //! client: a client whose unwritten output passes `client-output-buffer-limit pubsub` is
 //! closed and gets nothing more.
+//!
+//! A command run by a connection defers the wake-ups ([`Deferred`]): the connection writes
+//! its own reply first, then hands the messages on. When nothing else waits to run on its
+//! worker, it writes them itself, straight into each receiver's socket, if that receiver's
+//! connection waits for input with nothing of its own to write ([`Outbox::idle`]); as
+//! Redis writes every client's output in one pass of its loop, a message then costs a
+//! `send`, not a wake-up and a task switch as well.
 
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use latch_keyspace::Tick;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -18,9 +27,27 @@ use crate::client::ClientShared;
 use crate::config::BufferLimit;
 use crate::server::Server;
 
+#[derive(Debug)]
+struct Queue {
+    bytes: BytesMut,
+    /// The client's socket while its connection waits for input with nothing left to
+    /// write (-1 otherwise): what is queued may then be written to it directly. The
+    /// connection clears it, under this lock, before it writes anything or closes the socket.
+    idle_fd: i32,
+}
+
+impl Default for Queue {
+    fn default() -> Queue {
+        Queue {
+            bytes: BytesMut::new(),
+            idle_fd: -1,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Outbox {
-    queue: Mutex<BytesMut>,
+    queue: Mutex<Queue>,
     /// Bytes in `queue`: checked without the lock after every command.
     queued: AtomicUsize,
     /// When the output first passed the soft limit (a `Tick` in nanoseconds; 0: it is
@@ -28,8 +55,9 @@ pub struct Outbox {
     soft_since: AtomicU64,
     /// Closed for passing a limit: nothing more is queued.
     closed: AtomicBool,
-    /// The connection was woken and has not taken the queue since: a delivery need not
-    /// wake it again (waking costs a lock inside `Notify` and, often, a task switch).
+    /// The connection was woken (or a deferred wake-up is pending) and has not taken the
+    /// queue since: a delivery need not wake it again (waking costs a lock inside `Notify`
+    /// and, often, a task switch).
     woken: AtomicBool,
     signal: Notify,
 }
@@ -40,7 +68,7 @@ impl Outbox {
     pub fn deliver(
         &self,
         server: &Server,
-        owner: &ClientShared,
+        owner: &Arc<ClientShared>,
         limit: &BufferLimit,
         encode: impl FnOnce(&mut BytesMut, bool),
     ) {
@@ -50,9 +78,9 @@ impl Outbox {
         let resp3 = owner.resp.load(Ordering::Relaxed) >= 3;
         let queued = {
             let mut queue = self.queue.lock();
-            encode(&mut queue, resp3);
-            self.queued.store(queue.len(), Ordering::Release);
-            queue.len()
+            encode(&mut queue.bytes, resp3);
+            self.queued.store(queue.bytes.len(), Ordering::Release);
+            queue.bytes.len()
         };
         // What the client has not taken yet: this queue and replies its connection is still
         // trying to write.
@@ -61,7 +89,13 @@ impl Outbox {
             self.close(server, owner);
             return;
         }
-        self.wake();
+        if DEFERRING.with(Cell::get) {
+            if !self.woken.swap(true, Ordering::AcqRel) {
+                DEFERRED.with(|deferred| deferred.borrow_mut().push(Arc::clone(owner)));
+            }
+        } else {
+            self.wake();
+        }
     }
 
     fn wake(&self) {
@@ -74,8 +108,8 @@ impl Outbox {
     /// off): no limit applies, as to any reply.
     pub fn push_own(&self, bytes: &[u8]) {
         let mut queue = self.queue.lock();
-        queue.extend_from_slice(bytes);
-        self.queued.store(queue.len(), Ordering::Release);
+        queue.bytes.extend_from_slice(bytes);
+        self.queued.store(queue.bytes.len(), Ordering::Release);
         drop(queue);
         self.wake();
     }
@@ -114,7 +148,7 @@ impl Outbox {
             return;
         }
         let mut queue = self.queue.lock();
-        *queue = BytesMut::new();
+        queue.bytes = BytesMut::new();
         self.queued.store(0, Ordering::Release);
         drop(queue);
         server
@@ -138,16 +172,80 @@ impl Outbox {
         // Cleared before taking: a delivery after this point wakes the connection again.
         self.woken.store(false, Ordering::Release);
         let mut queue = self.queue.lock();
+        let queue = &mut queue.bytes;
         if out.is_empty() && queue.len() > out.capacity() {
-            std::mem::swap(out, &mut *queue);
+            std::mem::swap(out, queue);
         } else {
-            out.extend_from_slice(&queue);
+            out.extend_from_slice(queue);
             queue.clear();
         }
         if queue.capacity() > KEEP_CAPACITY {
             *queue = BytesMut::new();
         }
         self.queued.store(0, Ordering::Release);
+    }
+
+    /// The connection waits for input on socket `fd` and has nothing of its own to write:
+    /// deliveries may be written to the socket directly until [`Outbox::busy`]. False (and
+    /// nothing changes) when something is queued: the connection takes it first.
+    pub fn idle(&self, fd: i32) -> bool {
+        let mut queue = self.queue.lock();
+        if !queue.bytes.is_empty() {
+            return false;
+        }
+        queue.idle_fd = fd;
+        true
+    }
+
+    /// The connection is about to write or close its socket: no more direct writes.
+    pub fn busy(&self) {
+        self.queue.lock().idle_fd = -1;
+    }
+
+    /// Writes what is queued straight into the socket of a connection that waits for
+    /// input ([`Outbox::idle`]). False when the connection must be woken to write: it is
+    /// busy, or the socket did not take everything.
+    #[allow(unsafe_code)]
+    fn write_direct(&self, server: &Server) -> bool {
+        let mut queue = self.queue.lock();
+        if queue.idle_fd < 0 || queue.bytes.is_empty() {
+            return false;
+        }
+        let bytes = &queue.bytes;
+        // SAFETY: `idle_fd` is set only while the connection owns the open socket and
+        // waits for input; it is cleared under this lock, held here, before the connection
+        // writes or closes the socket. The pointer and length describe `bytes`, alive for
+        // the call. MSG_DONTWAIT: never blocks; MSG_NOSIGNAL: a closed peer gives EPIPE
+        // (the woken connection then finds out itself), not SIGPIPE.
+        let sent = unsafe {
+            libc::send(
+                queue.idle_fd,
+                bytes.as_ptr().cast::<libc::c_void>(),
+                bytes.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        if sent <= 0 {
+            return false;
+        }
+        let sent = sent as usize;
+        server
+            .stats
+            .net_output_bytes
+            .fetch_add(sent as u64, Ordering::Relaxed);
+        if sent < queue.bytes.len() {
+            queue.bytes.advance(sent);
+            self.queued.store(queue.bytes.len(), Ordering::Release);
+            return false;
+        }
+        queue.bytes.clear();
+        if queue.bytes.capacity() > KEEP_CAPACITY {
+            queue.bytes = BytesMut::new();
+        }
+        self.queued.store(0, Ordering::Release);
+        // Under the lock: a delivery queued after this wakes (or defers) anew.
+        self.woken.store(false, Ordering::Release);
+        true
     }
 
     /// Resolves when something is queued (or was, since the last time one resolved). The
@@ -160,3 +258,70 @@ impl Outbox {
 
 /// A queue emptied of more than this is given back.
 const KEEP_CAPACITY: usize = 16 * 1024;
+
+thread_local! {
+    /// Set while a connection's command runs (see [`Deferred::run`]).
+    static DEFERRING: Cell<bool> = const { Cell::new(false) };
+    /// The receivers the running command delivered to, not woken yet.
+    static DEFERRED: RefCell<Vec<Arc<ClientShared>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The receivers a connection's commands delivered to whose wake-ups it has not handed on
+/// yet. Any left when it is dropped are woken.
+#[derive(Debug, Default)]
+pub struct Deferred(Vec<Arc<ClientShared>>);
+
+impl Deferred {
+    /// Runs `command` with its deliveries' wake-ups deferred: the receivers are kept here
+    /// for [`Deferred::hand_on`] or [`Deferred::wake_all`], once the connection has written
+    /// its reply. (A panic in `command` wakes them at once.)
+    pub fn run<R>(&mut self, command: impl FnOnce() -> R) -> R {
+        struct Restore;
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                DEFERRING.with(|deferring| deferring.set(false));
+                if std::thread::panicking() {
+                    let left =
+                        DEFERRED.with(|deferred| std::mem::take(&mut *deferred.borrow_mut()));
+                    for receiver in left {
+                        receiver.outbox.signal.notify_one();
+                    }
+                }
+            }
+        }
+        DEFERRING.with(|deferring| deferring.set(true));
+        let restore = Restore;
+        let result = command();
+        drop(restore);
+        DEFERRED.with(|deferred| self.0.append(&mut deferred.borrow_mut()));
+        result
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Wakes the receivers' connections to write what was delivered to them.
+    pub fn wake_all(&mut self) {
+        for receiver in self.0.drain(..) {
+            receiver.outbox.signal.notify_one();
+        }
+    }
+
+    /// Hands the deliveries on: with `write` (nothing else waits to run on this thread),
+    /// written straight into the sockets of the receivers whose connections wait for
+    /// input; the other receivers' connections are woken.
+    pub fn hand_on(&mut self, server: &Server, write: bool) {
+        for receiver in self.0.drain(..) {
+            if !(write && receiver.outbox.write_direct(server)) {
+                receiver.outbox.signal.notify_one();
+            }
+        }
+    }
+}
+
+impl Drop for Deferred {
+    fn drop(&mut self) {
+        self.wake_all();
+    }
+}
