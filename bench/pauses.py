@@ -87,10 +87,18 @@ class Conn:
         return [self.reply() for _ in commands]
 
 
-def start(binary, port, workdir):
+def footer(redis, rounds):
+    """The line under a table: date, cores, rounds and redis-server's version."""
+    version = subprocess.run([redis, "--version"], capture_output=True, text=True).stdout
+    return "(%s, %d cores, median of %d alternating rounds; %s)" % (
+        time.strftime("%Y-%m-%d", time.gmtime()), os.cpu_count(), rounds,
+        version.split()[2] if version else "redis-server")
+
+
+def start(binary, port, workdir, extra=()):
     proc = subprocess.Popen(
         ["taskset", "-c", "0", binary, "--port", str(port), "--bind", "127.0.0.1",
-         "--dir", workdir, "--save", "", "--appendonly", "no"],
+         "--dir", workdir, "--save", "", "--appendonly", "no", *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 20
     while time.time() < deadline:
@@ -223,10 +231,7 @@ def main():
         print("%-24s | %9.2f %9.2f %6s | %10.2f %10.2f %6s" % (
             row, med["redis"][0], med["latch"][0], ratio(med["latch"][0], med["redis"][0]),
             med["redis"][1], med["latch"][1], ratio(med["latch"][1], med["redis"][1])))
-    version = subprocess.run([args.redis, "--version"], capture_output=True, text=True).stdout
-    print("(%s, %d cores, median of %d alternating rounds; %s)" % (
-        time.strftime("%Y-%m-%d", time.gmtime()), os.cpu_count(), args.rounds,
-        version.split()[2] if version else "redis-server"))
+    print(footer(args.redis, args.rounds))
 
 
 if __name__ == "__main__":

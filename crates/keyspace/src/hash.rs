@@ -3,9 +3,10 @@
 //! - **Compact** (`OBJECT ENCODING` "listpack"): one [`Pack`] of field, value, field,
 //!   value... in insertion order. A new field goes at the end; a new value for a field
 //!   keeps its place. Lookups scan, which is what the thresholds keep cheap.
-//! - **Large** ("hashtable"): a `hashbrown` table of pairs, each a field and its value in
-//!   one allocation behind a thin pointer (9 bytes a bucket with its control byte, where a
-//!   `HashMap<Vec<u8>, Vec<u8>>` takes 49 and two more allocations).
+//! - **Large** ("hashtable"): a hash table of pairs, each a field and its value in one
+//!   allocation behind a thin pointer (9 bytes a bucket with its control byte, where a
+//!   `HashMap<Vec<u8>, Vec<u8>>` takes 49 and two more allocations), resized a step at a
+//!   time as Redis rehashes ([`IncrementalTable`]).
 //!
 //! A hash starts compact and turns large, for good, when a write passes a threshold
 //! (`hash-max-listpack-entries`, `hash-max-listpack-value`, or 1 GiB of pack), exactly where
@@ -16,11 +17,11 @@
 use std::fmt;
 use std::sync::LazyLock;
 
-use hashbrown::HashTable;
 use rand::seq::index::sample;
 use rand::Rng;
 
 use crate::compact;
+use crate::incremental::{self, IncrementalTable};
 use crate::pack::{self, Elem, Pack};
 use crate::thin::{get_varint, put_varint, ThinBytes};
 use crate::value::parse_i64_strict;
@@ -70,7 +71,7 @@ impl Pair {
     }
 }
 
-type Table = HashTable<Pair>;
+type Table = IncrementalTable<Pair>;
 
 #[derive(Clone)]
 enum Repr {
@@ -156,20 +157,14 @@ fn same_text(a: Elem<'_>, b: Elem<'_>) -> bool {
 
 fn insert_large(table: &mut Table, field: &[u8], value: &[u8]) -> bool {
     let hash = field_hash(field);
-    match table.entry(
-        hash,
-        |pair| pair.field() == field,
-        |pair| field_hash(pair.field()),
-    ) {
-        hashbrown::hash_table::Entry::Occupied(mut entry) => {
-            *entry.get_mut() = Pair::new(field, value);
-            false
-        }
-        hashbrown::hash_table::Entry::Vacant(entry) => {
-            entry.insert(Pair::new(field, value));
-            true
-        }
+    if let Some(pair) = table.find_mut(hash, |pair| pair.field() == field) {
+        *pair = Pair::new(field, value);
+        return false;
     }
+    table.insert_unique(hash, Pair::new(field, value), |pair| {
+        field_hash(pair.field())
+    });
+    true
 }
 
 impl Hash {
@@ -342,13 +337,15 @@ impl Hash {
                 None => false,
             },
             Repr::Large(table) => {
-                let Ok(entry) = table.find_entry(field_hash(field), |pair| pair.field() == field)
-                else {
+                let rehash = |pair: &Pair| field_hash(pair.field());
+                if table
+                    .remove(field_hash(field), |pair| pair.field() == field, rehash)
+                    .is_none()
+                {
                     return false;
-                };
-                entry.remove();
+                }
                 if table.len() * MIN_FILL_RATIO < table.num_buckets() {
-                    table.shrink_to_fit(|pair| field_hash(pair.field()));
+                    table.shrink_to(table.len(), rehash);
                 }
                 true
             }
@@ -522,7 +519,7 @@ pub struct Iter<'a>(IterRepr<'a>);
 
 enum IterRepr<'a> {
     Compact(pack::Iter<'a>),
-    Large(hashbrown::hash_table::Iter<'a, Pair>),
+    Large(incremental::Iter<'a, Pair>),
 }
 
 impl<'a> Iterator for Iter<'a> {

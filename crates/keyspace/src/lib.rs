@@ -18,10 +18,12 @@
 //! - [`thin`]: an immutable byte string behind one 8-byte pointer.
 //! - [`glob`]: Redis-style glob matching for KEYS, SCAN MATCH and CONFIG GET.
 
+pub mod chunked;
 pub mod clock;
 pub mod compact;
 pub mod glob;
 pub mod hash;
+pub mod incremental;
 pub mod keyspace;
 pub mod lazyfree;
 pub mod list;

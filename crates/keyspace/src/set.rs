@@ -6,9 +6,10 @@
 //!   Redis' own intset bytes (`[u32 width][u32 count][values]`, little-endian), so the RDB
 //!   encoder writes it as it is. Ten small integers take 28 bytes. Lookups are a binary
 //!   search; members list in ascending order.
-//! - **hashtable**: the members in a `Vec` (short ones inline, 16 bytes each) and a
-//!   `hashbrown` table of their indexes. A removal moves the last member into the hole,
-//!   so the vector stays dense and a random member is a random index: SPOP and
+//! - **hashtable**: the members in a [`ChunkedVec`] (short ones inline, 16 bytes each; it
+//!   grows a chunk at a time, never copying) and a hash table of their indexes that
+//!   resizes a step at a time ([`IncrementalTable`]). A removal moves the last member into
+//!   the hole, so the vector stays dense and a random member is a random index: SPOP and
 //!   SRANDMEMBER cost O(1) a pick.
 //!
 //! A set turns into a hashtable when a member that is not an integer arrives or the count
@@ -18,10 +19,11 @@
 use std::fmt;
 use std::sync::OnceLock;
 
-use hashbrown::HashTable;
 use rand::Rng;
 
+use crate::chunked::ChunkedVec;
 use crate::compact::set_max_intset_entries;
+use crate::incremental::IncrementalTable;
 use crate::pack::Elem;
 use crate::thin::ThinBytes;
 use crate::value::parse_i64_strict;
@@ -247,15 +249,15 @@ fn hash_of(bytes: &[u8]) -> u64 {
 /// A set in its hashtable form. See the module documentation.
 #[derive(Clone, Default)]
 pub struct LargeSet {
-    members: Vec<Member>,
-    index: HashTable<u32>,
+    members: ChunkedVec<Member>,
+    index: IncrementalTable<u32>,
 }
 
 impl LargeSet {
     fn with_capacity(capacity: usize) -> LargeSet {
         LargeSet {
-            members: Vec::with_capacity(capacity),
-            index: HashTable::with_capacity(capacity),
+            members: ChunkedVec::with_capacity(capacity),
+            index: IncrementalTable::with_capacity(capacity),
         }
     }
 
@@ -278,40 +280,44 @@ impl LargeSet {
             members.len() < u32::MAX as usize,
             "a set holds under 2^32 members"
         );
-        let entry = index.entry(
-            hash_of(member),
-            |&i| members[i as usize].as_bytes() == member,
-            |&i| hash_of(members[i as usize].as_bytes()),
-        );
-        match entry {
-            hashbrown::hash_table::Entry::Occupied(_) => false,
-            hashbrown::hash_table::Entry::Vacant(vacant) => {
-                vacant.insert(members.len() as u32);
-                members.push(Member::new(member));
-                true
-            }
+        let hash = hash_of(member);
+        if index
+            .find(hash, |&i| members[i as usize].as_bytes() == member)
+            .is_some()
+        {
+            return false;
         }
+        members.push(Member::new(member));
+        index.insert_unique(hash, (members.len() - 1) as u32, |&i| {
+            hash_of(members[i as usize].as_bytes())
+        });
+        true
     }
 
     fn remove(&mut self, member: &[u8]) -> bool {
-        let members = &self.members;
-        let Ok(entry) = self.index.find_entry(hash_of(member), |&i| {
-            members[i as usize].as_bytes() == member
-        }) else {
+        let LargeSet { members, index } = self;
+        let Some(at) = index.remove(
+            hash_of(member),
+            |&i| members[i as usize].as_bytes() == member,
+            |&i| hash_of(members[i as usize].as_bytes()),
+        ) else {
             return false;
         };
-        let (at, _) = entry.remove();
         self.close_hole(at as usize);
         true
     }
 
     /// Removes the member at `at` (index and all) and returns its bytes.
     fn take_index(&mut self, at: usize) -> Vec<u8> {
-        let hash = hash_of(self.members[at].as_bytes());
-        let Ok(entry) = self.index.find_entry(hash, |&i| i as usize == at) else {
-            unreachable!("every member is indexed");
-        };
-        entry.remove();
+        let LargeSet { members, index } = self;
+        let hash = hash_of(members[at].as_bytes());
+        index
+            .remove(
+                hash,
+                |&i| i as usize == at,
+                |&i| hash_of(members[i as usize].as_bytes()),
+            )
+            .expect("every member is indexed");
         let bytes = self.members[at].as_bytes().to_vec();
         self.close_hole(at);
         bytes
@@ -341,8 +347,8 @@ impl LargeSet {
     }
 
     fn heap_bytes(&self) -> usize {
-        let members = self.members.capacity() * std::mem::size_of::<Member>()
-            + self.members.iter().map(Member::heap_bytes).sum::<usize>();
+        let members =
+            self.members.heap_bytes() + self.members.iter().map(Member::heap_bytes).sum::<usize>();
         let buckets = (self.index.capacity() * 8 / 7).next_power_of_two();
         members + buckets * (std::mem::size_of::<u32>() + 1) + std::mem::size_of::<LargeSet>()
     }

@@ -21,6 +21,12 @@ use crate::server::Server;
 
 /// Bytes read at a time, at least.
 const READ_CHUNK: usize = 16 * 1024;
+/// Most bytes read at a time, unless a bigger argument is in flight: a client that
+/// pipelines big commands runs this much of them before the worker's other connections get
+/// their turn (Redis reads 16 KiB a time).
+const MAX_READ: usize = 16 * 1024;
+/// An input whose commands ran this long is followed by a turn for the other connections.
+const LONG_INPUT_NS: u64 = 1_000_000;
 /// Most commands parsed (and prefetched) ahead of running them.
 const MAX_BATCH: usize = 64;
 /// Replies are flushed mid-pipeline once they grow past this.
@@ -576,6 +582,7 @@ where
             input.reserve(wanted);
             *input_allocation = input.capacity();
         }
+        let mut room = bytes::BufMut::limit(&mut *input, wanted.max(MAX_READ));
         let is_monitor = monitor.is_some();
         // Monitors and subscribers wait for what others send them: no idle timeout.
         let times_out =
@@ -602,7 +609,7 @@ where
                 interrupt.set(interruption(&shared, server, true));
                 continue;
             }
-            read = stream.read_buf(input) => {
+            read = stream.read_buf(&mut room) => {
                 idle.leave();
                 read
             }
@@ -654,6 +661,8 @@ where
         client.shared.touch_at(arrived);
         buffers.input_peak = buffers.input_peak.max(input.len());
         let mut first_reading = Some(arrived);
+        // When the input's last command ended (a clock reading commands take anyway).
+        let mut last_end = None;
         loop {
             // Parse every complete command first (up to a batch), so that their keys can be
             // prefetched together. An unauthenticated client goes one command at a time: its
@@ -727,6 +736,7 @@ where
                     step = run_held(server, client, stream, io, args, found).await;
                 }
                 reading = client.reading.take();
+                last_end = reading.or(last_end);
                 if client.shared.outbox.queued() > 0 {
                     client.shared.outbox.take_into(reply.buffer());
                 }
@@ -856,6 +866,14 @@ where
             // The reply is out; now what the commands published. With nothing else
             // ready on this worker (no batching to wait for), written here.
             deferred.hand_on(server, !connections_are_ready());
+        }
+        if last_end.is_some_and(|end: Tick| end.nanos_since(arrived) >= LONG_INPUT_NS) {
+            // This input took long: let the worker's other connections have their turn
+            // before the next one, which may already be waiting in the socket (a client
+            // pipelining big commands would otherwise hold the worker until its socket
+            // runs dry, tens of milliseconds; Redis takes 16 KiB of a client's input per
+            // turn). Yielding also polls for the input others sent meanwhile.
+            tokio::task::yield_now().await;
         }
         buffers.review(arrived);
     }
