@@ -950,6 +950,32 @@ impl<'a> Locked<'a> {
         self.table_mut(db, hash).get(hash, key).map(Slot::value)
     }
 
+    /// Whether `key` holds a string changed in place ([`Slot::is_raw_string`]); looks as
+    /// [`peek`](Self::peek) does.
+    pub fn is_raw_string(&mut self, db: usize, key: &[u8]) -> bool {
+        let hash = self.keyspace.hash(key);
+        self.table_mut(db, hash)
+            .get(hash, key)
+            .is_some_and(Slot::is_raw_string)
+    }
+
+    /// [`peek`](Self::peek) for a change in place: counts, touches and expires nothing.
+    pub fn peek_mut(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
+        let hash = self.keyspace.hash(key);
+        self.table_mut(db, hash)
+            .get_mut(hash, key)
+            .map(Slot::value_mut)
+    }
+
+    /// Marks the string under `key` as changed in place (`OBJECT ENCODING` "raw", see
+    /// [`Slot::encoding`]), or with false as set whole; touches and counts nothing.
+    pub fn set_raw_string(&mut self, db: usize, key: &[u8], raw: bool) {
+        let hash = self.keyspace.hash(key);
+        if let Some(slot) = self.table_mut(db, hash).get_mut(hash, key) {
+            slot.set_raw_string(raw);
+        }
+    }
+
     /// Like [`get`](Self::get) (hit/miss counted, passed key removed) but never refreshes the
     /// access time: Redis' `LOOKUP_NOTOUCH`, used by TYPE, TTL, EXISTS and OBJECT.
     pub fn get_untouched(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {

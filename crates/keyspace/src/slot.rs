@@ -28,7 +28,7 @@ struct Header {
     value: Value,
     /// Seconds on the keyspace clock when the key was last read or written.
     access_s: u32,
-    /// The key's length (below [`LONG_KEY`]) and the two flags below.
+    /// The key's length (up to [`SHORT_LEN_MASK`]) and the three flags below.
     meta: u32,
 }
 
@@ -36,7 +36,11 @@ struct Header {
 const HAS_DEADLINE_ROOM: u32 = 1 << 31;
 /// The key is too long for the meta bits: a `u64` length comes before its bytes.
 const LONG_KEY: u32 = 1 << 30;
-const SHORT_LEN_MASK: u32 = LONG_KEY - 1;
+/// The string value was changed in place (APPEND, SETRANGE, SETBIT...): `OBJECT ENCODING`
+/// says "raw" whatever its bytes, as Redis' string is then a plain sds. Cleared when the
+/// value is replaced.
+const RAW_STRING: u32 = 1 << 29;
+const SHORT_LEN_MASK: u32 = RAW_STRING - 1;
 
 const HEADER: usize = size_of::<Header>();
 const DEADLINE: usize = size_of::<Option<Deadline>>();
@@ -53,7 +57,7 @@ struct Shape {
 
 impl Shape {
     fn new(key_len: usize, deadline_room: bool) -> Shape {
-        let mut meta = if key_len < LONG_KEY as usize {
+        let mut meta = if key_len <= SHORT_LEN_MASK as usize {
             key_len as u32
         } else {
             LONG_KEY
@@ -204,12 +208,36 @@ impl Slot {
         // the old allocation, which is then freed once with the layout it was made with.
         unsafe {
             ptr::copy_nonoverlapping(self.base(), base.as_ptr(), HEADER);
-            (*base.cast::<Header>().as_ptr()).meta = shape.meta;
+            (*base.cast::<Header>().as_ptr()).meta = shape.meta | (old.meta & RAW_STRING);
             let key = std::slice::from_raw_parts(self.base().add(old.key_at()), old.key_len);
             write_tail(base, shape, None, key);
             dealloc(self.base(), old.layout());
         }
         self.0 = base.cast();
+    }
+
+    /// What `OBJECT ENCODING` reports: the value's own encoding, or "raw" for a string
+    /// changed in place since it was set.
+    pub fn encoding(&self) -> &'static str {
+        match self.value() {
+            Value::Str(_) if self.header().meta & RAW_STRING != 0 => "raw",
+            value => value.encoding(),
+        }
+    }
+
+    /// Whether the value is a string changed in place since it was set.
+    pub fn is_raw_string(&self) -> bool {
+        matches!(self.value(), Value::Str(_)) && self.header().meta & RAW_STRING != 0
+    }
+
+    /// Marks the string value as changed in place (`raw`), or, with false, as set whole.
+    pub fn set_raw_string(&mut self, raw: bool) {
+        let header = self.header_mut();
+        if raw {
+            header.meta |= RAW_STRING;
+        } else {
+            header.meta &= !RAW_STRING;
+        }
     }
 
     /// Seconds on the keyspace clock when the key was last read or written.
@@ -225,6 +253,7 @@ impl Slot {
     pub(crate) fn replace(&mut self, entry: Entry) -> Entry {
         let deadline = self.deadline();
         self.set_deadline(entry.deadline);
+        self.set_raw_string(false);
         let value = std::mem::replace(self.value_mut(), entry.value);
         Entry { value, deadline }
     }
@@ -301,7 +330,9 @@ impl Clone for Slot {
             value: self.value().clone(),
             deadline: self.deadline(),
         };
-        Slot::new(self.key(), entry, self.access_s())
+        let mut copy = Slot::new(self.key(), entry, self.access_s());
+        copy.header_mut().meta |= self.header().meta & RAW_STRING;
+        copy
     }
 }
 
@@ -385,8 +416,41 @@ mod tests {
     }
 
     #[test]
+    fn a_raw_string_stays_raw_until_replaced() {
+        let entry = |bytes: &[u8]| Entry {
+            value: Value::Str(bytes.to_vec()),
+            deadline: None,
+        };
+        let mut slot = Slot::new(b"key", entry(b"1234"), 1);
+        assert_eq!(slot.encoding(), "int");
+        slot.set_raw_string(true);
+        assert_eq!(slot.encoding(), "raw");
+        // Moving to a larger allocation (a first deadline) and copying keep the mark.
+        slot.set_deadline(deadline(10));
+        assert_eq!(slot.encoding(), "raw");
+        assert_eq!(slot.key(), b"key");
+        assert_eq!(slot.clone().encoding(), "raw");
+        slot.replace(entry(b"5678"));
+        assert_eq!(slot.encoding(), "int");
+        // The mark is not part of the key's length.
+        let long = vec![b'k'; 100_000];
+        let mut slot = Slot::new(&long, entry(b"x"), 1);
+        slot.set_raw_string(true);
+        assert_eq!(slot.key(), &long[..]);
+        assert_eq!(slot.encoding(), "raw");
+    }
+
+    #[test]
     fn long_keys_keep_their_length_before_their_bytes() {
         // The u64 length path, through `Shape` (a 1 GiB key is not allocated here).
+        assert_eq!(
+            Shape::new(SHORT_LEN_MASK as usize + 1, false).meta & LONG_KEY,
+            LONG_KEY
+        );
+        assert_eq!(
+            Shape::new(SHORT_LEN_MASK as usize, false).meta & LONG_KEY,
+            0
+        );
         let long = LONG_KEY as usize + 5;
         let plain = Shape::new(long, false);
         let timed = Shape::new(long, true);

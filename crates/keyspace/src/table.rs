@@ -352,6 +352,15 @@ impl Table {
         Some(slot)
     }
 
+    /// The key's slot to change in place, past its deadline or not, without counting or
+    /// expiring anything.
+    pub fn get_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut Slot> {
+        let index = self.segment_of(hash);
+        self.segments[index]
+            .table
+            .find_mut(bucket_hash(hash), |slot| slot.key() == key)
+    }
+
     /// Sets or clears a key's deadline; false when the key is absent.
     pub fn set_deadline(&mut self, hash: u64, key: &[u8], deadline: Option<Deadline>) -> bool {
         let index = self.segment_of(hash);

@@ -151,7 +151,7 @@ fn describe_object(keys: &mut Locked<'_>, db: usize, key: &[u8]) -> Option<Strin
     let slot = keys.get_slot_untouched(db, key)?;
     let access_s = slot.access_s();
     let value = slot.value();
-    let encoding = value.encoding();
+    let encoding = slot.encoding();
     // Redis shares the objects of small integers; they show the "immortal" count.
     let shared_integer = encoding == "int"
         && match value {

@@ -698,11 +698,11 @@ fn sds_header(len: usize) -> usize {
 
 /// Redis' estimate for a key and its value: the value object, the key string and the
 /// hash table entry, each rounded to the allocator's size classes.
-pub fn estimate_key_bytes(key: &[u8], value: &Value) -> usize {
+pub fn estimate_key_bytes(key: &[u8], slot: &latch_keyspace::Slot) -> usize {
     const OBJECT_HEADER: usize = 16;
     const TABLE_ENTRY: usize = 24;
-    let value = match value {
-        Value::Str(bytes) => match value.encoding() {
+    let value = match slot.value() {
+        Value::Str(bytes) => match slot.encoding() {
             "int" => OBJECT_HEADER,
             "embstr" => allocation_size(OBJECT_HEADER + 3 + bytes.len() + 1),
             _ => OBJECT_HEADER + allocation_size(sds_header(bytes.len()) + bytes.len() + 1),
@@ -740,8 +740,8 @@ fn memory_usage(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     let size = ctx
         .keys
-        .get(db, &args[2])
-        .map(|value| estimate_key_bytes(&args[2], value));
+        .get_slot(db, &args[2])
+        .map(|slot| estimate_key_bytes(&args[2], slot));
     let expired = ctx.keys.effects.expired;
     ctx.keys.touch = touch;
     ctx.keys.effects = latch_keyspace::Effects { expired, ..effects };

@@ -123,6 +123,8 @@ fn bitop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
     } else {
         ctx.keys.set(db, dest, Value::Str(result), None);
+        // Redis stores the result as a plain sds, whatever its length.
+        ctx.keys.set_raw_string(db, dest, true);
         ctx.keys.signal_modified(db, dest);
         ctx.notify(notify::STRING, "set", dest);
     }

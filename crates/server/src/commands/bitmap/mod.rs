@@ -108,13 +108,17 @@ fn write_bits<R>(
                 return None;
             };
             let grew = grow_zeroed(ctx.reply, bytes, needed_len).ok()?;
-            Some(write(bytes, grew))
+            let result = write(bytes, grew);
+            // Redis writes bits into its own copy of the string: a plain sds.
+            ctx.keys.set_raw_string(db, key, true);
+            Some(result)
         }
         None => {
             let mut bytes = Vec::new();
             grow_zeroed(ctx.reply, &mut bytes, needed_len).ok()?;
             let result = write(&mut bytes, true);
             ctx.keys.set(db, key, Value::Str(bytes), None);
+            ctx.keys.set_raw_string(db, key, true);
             Some(result)
         }
     }

@@ -155,6 +155,8 @@ fn pfadd(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             Ok(raised + 1)
         }
     };
+    // Redis makes its HyperLogLogs, and writes into its own copy of one: a plain sds.
+    ctx.keys.set_raw_string(db, key, true);
     match changes {
         // The registers raised before the corrupt part stay raised, unsignalled, as in
         // Redis.
@@ -217,22 +219,32 @@ fn pfcount(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let Some(hll) = hll_of(ctx.reply, value) else {
         return;
     };
-    if let Some(count) = repr::cached_count(hll) {
-        ctx.reply.integer(count as i64);
-        return;
+    let counted = match repr::cached_count(hll) {
+        Some(count) => Some((count, false)),
+        None => {
+            let mut histogram = [0; HISTOGRAM_LEN];
+            repr::histogram(hll, &mut histogram).ok().map(|()| {
+                let count = estimate(&histogram);
+                repr::store_count(hll, count);
+                (count, true)
+            })
+        }
+    };
+    // Redis counts on its own copy of the value (it may cache the count in it): a plain sds.
+    ctx.keys.set_raw_string(db, key, true);
+    match counted {
+        None => ctx.reply.error(INVALID_OBJECT),
+        Some((count, stored)) => {
+            if stored {
+                // Storing the count changed the value: watchers see it, and the command
+                // is logged as it came (the write flag it lacks would otherwise keep it
+                // out of the log).
+                ctx.keys.signal_modified(db, key);
+                ctx.propagate(args.to_vec());
+            }
+            ctx.reply.integer(count as i64);
+        }
     }
-    let mut histogram = [0; HISTOGRAM_LEN];
-    if repr::histogram(hll, &mut histogram).is_err() {
-        ctx.reply.error(INVALID_OBJECT);
-        return;
-    }
-    let count = estimate(&histogram);
-    repr::store_count(hll, count);
-    // Storing the count changed the value: watchers see it, and the command is logged as
-    // it came (the write flag it lacks would otherwise keep it out of the log).
-    ctx.keys.signal_modified(db, key);
-    ctx.propagate(args.to_vec());
-    ctx.reply.integer(count as i64);
 }
 
 fn pfmerge(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
@@ -287,6 +299,7 @@ fn pfmerge(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     if let Some(hll) = created {
         ctx.keys.set(db, key, Value::Str(hll), None);
     }
+    ctx.keys.set_raw_string(db, key, true);
     ctx.keys.signal_modified(db, key);
     // Redis reports a merge as an add.
     ctx.notify(crate::pubsub::notify::STRING, "pfadd", key);
@@ -301,8 +314,13 @@ fn pfdebug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.error(b"ERR The specified key does not exist");
         return;
     };
-    let Some(hll) = hll_of(ctx.reply, value) else {
+    if hll_of(ctx.reply, value).is_none() {
         return;
+    }
+    // Redis works on its own copy of the value: a plain sds.
+    ctx.keys.set_raw_string(db, key, true);
+    let Some(Value::Str(hll)) = ctx.keys.peek_mut(db, key) else {
+        unreachable!("checked just above");
     };
     if is(subcommand, "GETREG") {
         let converted = repr::encoding(hll) == SPARSE;

@@ -107,14 +107,14 @@ impl ObjectInfo {
         let value = slot.value();
         let small_integer = match value {
             Value::Str(bytes) => {
-                value.encoding() == "int"
+                slot.encoding() == "int"
                     && latch_keyspace::parse_i64_strict(bytes)
                         .is_some_and(|n| (0..SHARED_INTEGERS).contains(&n))
             }
             _ => false,
         };
         ObjectInfo {
-            encoding: value.encoding(),
+            encoding: slot.encoding(),
             access_s: slot.access_s(),
             small_integer,
         }

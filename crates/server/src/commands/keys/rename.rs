@@ -105,7 +105,8 @@ fn rename_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], only_if_new: bool) {
         ctx.reply.integer(0);
         return;
     }
-    // The entry moves whole: value, deadline and access time.
+    // The entry moves whole: value, deadline and access time (and a string's encoding).
+    let raw = ctx.keys.is_raw_string(db, source);
     let Some(entry) = ctx.keys.remove(db, source) else {
         ctx.reply.error(err::NO_SUCH_KEY);
         return;
@@ -117,6 +118,9 @@ fn rename_generic(ctx: &mut Ctx<'_, '_>, args: &[Bytes], only_if_new: bool) {
         }
     }
     ctx.keys.put_entry(db, destination, entry);
+    if raw {
+        ctx.keys.set_raw_string(db, destination, true);
+    }
     ctx.keys.signal_modified(db, source);
     ctx.keys.signal_modified(db, destination);
     ctx.notify(notify::GENERIC, "rename_from", source);
@@ -181,10 +185,10 @@ fn copy(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     // The source is read (a miss is reported), the destination looked up to be written.
     ctx.lookups_read(true);
-    let Some((value, deadline)) = ctx
+    let Some((value, deadline, raw)) = ctx
         .keys
         .get_slot(source_db, source)
-        .map(|slot| (slot.value().clone(), slot.deadline()))
+        .map(|slot| (slot.value().clone(), slot.deadline(), slot.is_raw_string()))
     else {
         ctx.reply.integer(0);
         return;
@@ -203,6 +207,10 @@ fn copy(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     // The copy is a new value: it starts with a fresh access time.
     ctx.keys.set(destination_db, destination, value, deadline);
+    if raw {
+        // Redis copies a plain sds into a plain sds.
+        ctx.keys.set_raw_string(destination_db, destination, true);
+    }
     ctx.keys.signal_modified(destination_db, destination);
     ctx.notify_db(notify::GENERIC, "copy_to", destination, destination_db);
     ctx.reply.integer(1);
@@ -222,11 +230,15 @@ fn move_key(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.integer(0);
         return;
     }
+    let raw = ctx.keys.is_raw_string(source_db, key);
     let Some(entry) = ctx.keys.remove(source_db, key) else {
         ctx.reply.integer(0);
         return;
     };
     ctx.keys.put_entry(destination_db, key, entry);
+    if raw {
+        ctx.keys.set_raw_string(destination_db, key, true);
+    }
     ctx.keys.signal_modified(source_db, key);
     ctx.keys.signal_modified(destination_db, key);
     ctx.notify_db(notify::GENERIC, "move_from", key, source_db);

@@ -120,9 +120,11 @@ fn add_integer(ctx: &mut Ctx<'_, '_>, key: &[u8], increment: i64) {
                 ctx.reply.error(err::OVERFLOW);
                 return;
             };
-            // Rewritten in place: the TTL and the entry stay.
+            // Rewritten in place: the TTL and the entry stay; the encoding is the new
+            // number's, as Redis makes a new integer object.
             bytes.clear();
             bytes.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+            ctx.keys.set_raw_string(db, key, false);
             value
         }
     };

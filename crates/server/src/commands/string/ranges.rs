@@ -106,7 +106,10 @@ fn append(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
                 return;
             }
             bytes.extend_from_slice(addition);
-            bytes.len()
+            let len = bytes.len();
+            // Redis appends to its own copy of the string: a plain sds from now on.
+            ctx.keys.set_raw_string(db, key, true);
+            len
         }
     };
     // Redis counts even an empty append to an existing key as a change (WATCH sees it).
@@ -199,6 +202,7 @@ fn setrange(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             }
             let new_len = bytes.len();
             ctx.keys.set(db, key, Value::Str(bytes), None);
+            ctx.keys.set_raw_string(db, key, true);
             new_len
         }
         Some(entry) => {
@@ -216,7 +220,9 @@ fn setrange(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             if !write_at(ctx.reply, bytes, offset_u64, patch) {
                 return;
             }
-            bytes.len()
+            let len = bytes.len();
+            ctx.keys.set_raw_string(db, key, true);
+            len
         }
     };
     ctx.keys.signal_modified(db, key);
