@@ -625,6 +625,12 @@ where
             _ = &mut outbox_ready => {
                 idle.leave();
                 outbox_ready.set(shared.outbox.ready());
+                if connections_are_ready() {
+                    // Publishers queued behind us may add to what we are about to write:
+                    // let them run first, and write it all at once (each write to a
+                    // sleeping reader wakes it).
+                    tokio::task::yield_now().await;
+                }
                 shared.outbox.take_into(reply.buffer());
                 let output_limit = limits.output_for(client);
                 if !flush(server, client, stream, reply, output_limit, &mut buffers.soft_limit_since, None).await {
