@@ -90,7 +90,7 @@ impl Outbox {
             return;
         }
         if DEFERRING.with(Cell::get) {
-            if !self.woken.swap(true, Ordering::AcqRel) {
+            if self.claim_wake() {
                 DEFERRED.with(|deferred| deferred.borrow_mut().push(Arc::clone(owner)));
             }
         } else {
@@ -99,9 +99,16 @@ impl Outbox {
     }
 
     fn wake(&self) {
-        if !self.woken.swap(true, Ordering::AcqRel) {
+        if self.claim_wake() {
             self.signal.notify_one();
         }
+    }
+
+    /// Whether this delivery is the one to wake the connection (none since it last took
+    /// the queue). A plain load first: in a burst of deliveries it is already claimed, and
+    /// the locked swap would cost each of them an atomic read-modify-write.
+    fn claim_wake(&self) -> bool {
+        !self.woken.load(Ordering::Acquire) && !self.woken.swap(true, Ordering::AcqRel)
     }
 
     /// Queues replies of the client's own (subscribe confirmations while its replies are
