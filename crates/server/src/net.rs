@@ -944,26 +944,24 @@ fn close_for_output_limit(server: &Server, client: &Client, reply: &Reply) {
 
 /// Whether tasks are queued to run on this worker after the current one.
 fn others_are_ready() -> bool {
-    let Some(worker) = tokio::runtime::worker_index() else {
-        return false;
-    };
-    with_runtime(|handle| {
-        let metrics = handle.metrics();
-        worker < metrics.num_workers()
-            && (metrics.worker_local_queue_depth(worker) > 0 || metrics.global_queue_depth() > 0)
-    })
-    .unwrap_or(false)
+    queued_besides(false)
 }
 
 /// Whether connections (not only the busy poller) are queued to run on this worker after
 /// the current one.
 fn connections_are_ready() -> bool {
+    queued_besides(true)
+}
+
+/// Whether this worker's queue (or the global one) holds a task, not counting the busy
+/// poller when `skip_poller` and it polls here.
+fn queued_besides(skip_poller: bool) -> bool {
     let Some(worker) = tokio::runtime::worker_index() else {
         return false;
     };
     with_runtime(|handle| {
         let metrics = handle.metrics();
-        let poller = usize::from(crate::busy_poll::polls_on(worker));
+        let poller = usize::from(skip_poller && crate::busy_poll::polls_on(worker));
         worker < metrics.num_workers()
             && (metrics.worker_local_queue_depth(worker) > poller
                 || metrics.global_queue_depth() > 0)
