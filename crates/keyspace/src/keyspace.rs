@@ -959,14 +959,6 @@ impl<'a> Locked<'a> {
             .is_some_and(Slot::is_raw_string)
     }
 
-    /// [`peek`](Self::peek) for a change in place: counts, touches and expires nothing.
-    pub fn peek_mut(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
-        let hash = self.keyspace.hash(key);
-        self.table_mut(db, hash)
-            .get_mut(hash, key)
-            .map(Slot::value_mut)
-    }
-
     /// Marks the string under `key` as changed in place (`OBJECT ENCODING` "raw", see
     /// [`Slot::encoding`]), or with false as set whole; touches and counts nothing.
     pub fn set_raw_string(&mut self, db: usize, key: &[u8], raw: bool) {

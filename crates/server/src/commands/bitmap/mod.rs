@@ -101,16 +101,16 @@ fn write_bits<R>(
 ) -> Option<R> {
     let db = ctx.db();
     let needed_len = (max_bit >> 3) + 1;
-    match ctx.keys.get(db, key) {
-        Some(entry) => {
-            let Some(bytes) = string_mut(entry) else {
+    match ctx.keys.get_slot(db, key) {
+        Some(slot) => {
+            let Some(bytes) = string_mut(slot.value_mut()) else {
                 ctx.reply.error(err::WRONGTYPE);
                 return None;
             };
             let grew = grow_zeroed(ctx.reply, bytes, needed_len).ok()?;
             let result = write(bytes, grew);
             // Redis writes bits into its own copy of the string: a plain sds.
-            ctx.keys.set_raw_string(db, key, true);
+            slot.set_raw_string(true);
             Some(result)
         }
         None => {

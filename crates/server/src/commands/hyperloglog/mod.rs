@@ -139,12 +139,15 @@ fn pfadd(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let elements = &args[2..];
     let max_bytes = max_bytes(ctx);
     // Redis counts each register raised, and the creation, as a change.
-    let changes = match ctx.keys.get(db, key) {
-        Some(value) => {
-            let Some(hll) = hll_of(ctx.reply, value) else {
+    // Redis makes its HyperLogLogs, and writes into its own copy of one: a plain sds.
+    let changes = match ctx.keys.get_slot(db, key) {
+        Some(slot) => {
+            let Some(hll) = hll_of(ctx.reply, slot.value_mut()) else {
                 return;
             };
-            add_all(hll, elements, max_bytes)
+            let added = add_all(hll, elements, max_bytes);
+            slot.set_raw_string(true);
+            added
         }
         None => {
             let mut hll = repr::new_sparse();
@@ -152,11 +155,10 @@ fn pfadd(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             let raised = add_all(&mut hll, elements, max_bytes).unwrap_or(0);
             repr::mark_stale(&mut hll);
             ctx.keys.set(db, key, Value::Str(hll), None);
+            ctx.keys.set_raw_string(db, key, true);
             Ok(raised + 1)
         }
     };
-    // Redis makes its HyperLogLogs, and writes into its own copy of one: a plain sds.
-    ctx.keys.set_raw_string(db, key, true);
     match changes {
         // The registers raised before the corrupt part stay raised, unsignalled, as in
         // Redis.
@@ -212,11 +214,11 @@ fn pfcount(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
 
     let key = &args[1][..];
-    let Some(value) = ctx.keys.get(db, key) else {
+    let Some(slot) = ctx.keys.get_slot(db, key) else {
         ctx.reply.integer(0);
         return;
     };
-    let Some(hll) = hll_of(ctx.reply, value) else {
+    let Some(hll) = hll_of(ctx.reply, slot.value_mut()) else {
         return;
     };
     let counted = match repr::cached_count(hll) {
@@ -231,7 +233,7 @@ fn pfcount(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
     };
     // Redis counts on its own copy of the value (it may cache the count in it): a plain sds.
-    ctx.keys.set_raw_string(db, key, true);
+    slot.set_raw_string(true);
     match counted {
         None => ctx.reply.error(INVALID_OBJECT),
         Some((count, stored)) => {
@@ -310,16 +312,16 @@ fn pfdebug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
     let subcommand = &args[1][..];
     let key = &args[2][..];
-    let Some(value) = ctx.keys.get(db, key) else {
+    let Some(slot) = ctx.keys.get_slot(db, key) else {
         ctx.reply.error(b"ERR The specified key does not exist");
         return;
     };
-    if hll_of(ctx.reply, value).is_none() {
+    if hll_of(ctx.reply, slot.value_mut()).is_none() {
         return;
     }
     // Redis works on its own copy of the value: a plain sds.
-    ctx.keys.set_raw_string(db, key, true);
-    let Some(Value::Str(hll)) = ctx.keys.peek_mut(db, key) else {
+    slot.set_raw_string(true);
+    let Value::Str(hll) = slot.value_mut() else {
         unreachable!("checked just above");
     };
     if is(subcommand, "GETREG") {

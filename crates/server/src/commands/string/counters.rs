@@ -95,7 +95,7 @@ fn decrby(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 /// Adds `increment` to the integer at `key`, keeping its TTL; a missing key starts at 0.
 fn add_integer(ctx: &mut Ctx<'_, '_>, key: &[u8], increment: i64) {
     let db = ctx.db();
-    let result = match ctx.keys.get(db, key) {
+    let result = match ctx.keys.get_slot(db, key) {
         None => {
             // A missing key counts as 0, and 0 + increment cannot overflow.
             let value = increment;
@@ -107,8 +107,8 @@ fn add_integer(ctx: &mut Ctx<'_, '_>, key: &[u8], increment: i64) {
             );
             value
         }
-        Some(entry) => {
-            let Some(bytes) = super::string_mut(entry) else {
+        Some(slot) => {
+            let Some(bytes) = super::string_mut(slot.value_mut()) else {
                 ctx.reply.error(err::WRONGTYPE);
                 return;
             };
@@ -124,7 +124,7 @@ fn add_integer(ctx: &mut Ctx<'_, '_>, key: &[u8], increment: i64) {
             // number's, as Redis makes a new integer object.
             bytes.clear();
             bytes.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
-            ctx.keys.set_raw_string(db, key, false);
+            slot.set_raw_string(false);
             value
         }
     };

@@ -87,13 +87,13 @@ fn append(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let key = &args[1][..];
     let addition = &args[2][..];
     let max_len = ctx.server.config.proto_max_bulk_len();
-    let new_len = match ctx.keys.get(db, key) {
+    let new_len = match ctx.keys.get_slot(db, key) {
         None => {
             ctx.keys.set(db, key, Value::Str(addition.to_vec()), None);
             addition.len()
         }
-        Some(entry) => {
-            let Some(bytes) = string_mut(entry) else {
+        Some(slot) => {
+            let Some(bytes) = string_mut(slot.value_mut()) else {
                 ctx.reply.error(err::WRONGTYPE);
                 return;
             };
@@ -108,7 +108,7 @@ fn append(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             bytes.extend_from_slice(addition);
             let len = bytes.len();
             // Redis appends to its own copy of the string: a plain sds from now on.
-            ctx.keys.set_raw_string(db, key, true);
+            slot.set_raw_string(true);
             len
         }
     };
@@ -186,7 +186,7 @@ fn setrange(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let key = &args[1][..];
     let patch = &args[3][..];
     let max_len = ctx.server.config.proto_max_bulk_len();
-    let new_len = match ctx.keys.get(db, key) {
+    let new_len = match ctx.keys.get_slot(db, key) {
         None => {
             // Writing nothing to a missing key creates nothing.
             if patch.is_empty() {
@@ -205,8 +205,8 @@ fn setrange(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             ctx.keys.set_raw_string(db, key, true);
             new_len
         }
-        Some(entry) => {
-            let Some(bytes) = string_mut(entry) else {
+        Some(slot) => {
+            let Some(bytes) = string_mut(slot.value_mut()) else {
                 ctx.reply.error(err::WRONGTYPE);
                 return;
             };
@@ -221,7 +221,7 @@ fn setrange(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
                 return;
             }
             let len = bytes.len();
-            ctx.keys.set_raw_string(db, key, true);
+            slot.set_raw_string(true);
             len
         }
     };
