@@ -321,6 +321,11 @@ pub struct Keyspace {
 
 /// The bit of `Keyspace::expiry` set while loading; the others hold the hold's end.
 const EXPIRY_LOADING: u64 = 1 << 63;
+/// The bit set while the server is a replica: passed keys are kept (reported missing) for
+/// good, until the primary's `DEL` removes them, and nothing is swept.
+const EXPIRY_REPLICA: u64 = 1 << 62;
+/// The bits that are not the hold's end.
+const EXPIRY_FLAGS: u64 = EXPIRY_LOADING | EXPIRY_REPLICA;
 
 /// Runs a wait that may last as long as a script does. A server on an async runtime hands
 /// the thread's other work elsewhere first (tokio's `block_in_place`), so that clients of
@@ -427,17 +432,28 @@ impl Keyspace {
         }
     }
 
+    /// While set, the keyspace is a replica's: a key past its deadline is reported missing
+    /// but kept (its primary expires it and sends a `DEL`), and the active expiry sweeps
+    /// nothing, as a Redis replica does.
+    pub fn set_replica(&self, replica: bool) {
+        if replica {
+            self.expiry.fetch_or(EXPIRY_REPLICA, Ordering::Release);
+        } else {
+            self.expiry.fetch_and(!EXPIRY_REPLICA, Ordering::Release);
+        }
+    }
+
     /// Until `until` (a clock reading, inclusive; `None` ends a hold at once), keys past
     /// their deadline are kept: lookups report them missing without removing them (nor
     /// logging a `DEL` or counting an expiry), and [`Keyspace::sweep_shard`] does nothing.
     /// `CLIENT PAUSE` holds the dataset still this way, as Redis does.
     pub fn hold_expiry(&self, until: Option<Tick>) {
         // Never 0 (which means no hold) and clear of the loading bit.
-        let held = until.map_or(0, |tick| tick.as_nanos().clamp(1, !EXPIRY_LOADING));
+        let held = until.map_or(0, |tick| tick.as_nanos().clamp(1, !EXPIRY_FLAGS));
         let _ = self
             .expiry
             .fetch_update(Ordering::Release, Ordering::Relaxed, |word| {
-                Some((word & EXPIRY_LOADING) | held)
+                Some((word & EXPIRY_FLAGS) | held)
             });
     }
 
@@ -741,7 +757,9 @@ impl Keyspace {
         on_removed: &mut dyn FnMut(&RemovedKeys),
     ) -> SweptShard {
         let expiry = self.expiry.load(Ordering::Relaxed);
-        if expiry & !EXPIRY_LOADING != 0 && held_at(expiry, Tick::now()) {
+        if expiry & EXPIRY_REPLICA != 0
+            || (expiry & !EXPIRY_FLAGS != 0 && held_at(expiry, Tick::now()))
+        {
             return (Vec::new(), Swept::default());
         }
         let mut now = self.clock.now();
@@ -845,13 +863,16 @@ impl Keyspace {
 #[cold]
 #[inline(never)]
 fn unusual_expiry(expiry: u64, at: Tick) -> (bool, bool) {
-    (expiry & EXPIRY_LOADING != 0, held_at(expiry, at))
+    (
+        expiry & EXPIRY_LOADING != 0,
+        expiry & EXPIRY_REPLICA != 0 || held_at(expiry, at),
+    )
 }
 
 /// Whether the expiry word `expiry` keeps passed keys at `at`.
 #[inline]
 fn held_at(expiry: u64, at: Tick) -> bool {
-    let until = expiry & !EXPIRY_LOADING;
+    let until = expiry & !EXPIRY_FLAGS;
     until != 0 && at.as_nanos() <= until
 }
 
@@ -904,6 +925,13 @@ impl Drop for Locked<'_> {
 impl<'a> Locked<'a> {
     pub fn now(&self) -> Now {
         self.now
+    }
+
+    /// Keys past their deadline are still there for this view (nothing expires): a
+    /// replica applying its primary's stream sees the keys as the primary does.
+    pub fn see_passed_keys(&mut self) {
+        self.now.loading = true;
+        self.now.keep_passed = false;
     }
 
     pub fn keyspace(&self) -> &'a Keyspace {

@@ -627,6 +627,16 @@ impl Acl {
         }
     }
 
+    /// A user with every permission that is in no list: the primary's link on a replica
+    /// (Redis' primary client has no user and passes every check).
+    pub fn internal_user() -> Arc<User> {
+        let mut rules = Rules::empty();
+        for rule in [&b"on"[..], b"nopass", b"allkeys", b"allchannels", b"+@all"] {
+            let _ = rules.apply(rule);
+        }
+        Arc::new(User::new("(superuser)", rules))
+    }
+
     pub fn default_user(&self) -> Arc<User> {
         self.get("default").expect("the default user always exists")
     }

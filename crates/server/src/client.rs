@@ -72,6 +72,27 @@ pub struct Client {
     pub subscriptions: crate::pubsub::Subscriptions,
     /// Client-side caching (CLIENT TRACKING): this connection's mode and prefixes.
     pub tracking: crate::tracking::ClientTracking,
+    /// What a replica said of itself (REPLCONF) before it asks to sync.
+    pub replconf: crate::replication::primary::ReplConf,
+    /// Set by PSYNC/SYNC: the connection becomes the replica's feeder after this command.
+    pub sync_request: Option<crate::replication::primary::SyncRequest>,
+    /// This server's link to its primary, applying the primary's stream: its commands
+    /// are never refused as a replica's writes, see keys past their deadline as the
+    /// primary does, and get no replies.
+    pub is_primary_link: bool,
+    /// The replication stream's offset just past this client's last write (WAIT's).
+    pub repl_offset: u64,
+    /// Set by WAIT when it must wait: the connection carries it out.
+    pub wait_request: Option<crate::replication::WaitRequest>,
+}
+
+/// What a connection is to this server (CLIENT LIST flags, CLIENT KILL TYPE).
+pub mod role {
+    pub const NORMAL: u8 = 0;
+    /// A replica of this server (flag `S`).
+    pub const REPLICA: u8 = 1;
+    /// This server's primary (flag `M`).
+    pub const PRIMARY: u8 = 2;
 }
 
 /// One command to log, with the database it ran in.
@@ -220,6 +241,8 @@ pub struct ClientShared {
     pub multi: AtomicI64,
     /// Set by CLIENT KILL; the connection closes when it sees it.
     pub killed: AtomicBool,
+    /// [`role`]: normal, a replica, or this server's primary.
+    pub role: AtomicU8,
     pub kill_signal: Notify,
     /// In a blocking command (CLIENT LIST flag `b`, INFO blocked_clients). Whoever clears
     /// it (the connection, or CLIENT UNBLOCK) takes the client off the blocked count.
@@ -310,6 +333,11 @@ impl ClientShared {
     /// The flags field of CLIENT LIST.
     pub fn flags(&self) -> String {
         let mut flags = String::new();
+        match self.role.load(Ordering::Relaxed) {
+            role::REPLICA => flags.push('S'),
+            role::PRIMARY => flags.push('M'),
+            _ => {}
+        }
         if self.monitor.load(Ordering::Relaxed) {
             flags.push('O');
         }
@@ -489,6 +517,7 @@ impl Registry {
             no_touch: AtomicBool::new(false),
             multi: AtomicI64::new(-1),
             killed: AtomicBool::new(false),
+            role: AtomicU8::new(role::NORMAL),
             kill_signal: Notify::new(),
             blocked: AtomicBool::new(false),
             paused: AtomicBool::new(false),
@@ -524,6 +553,11 @@ impl Registry {
             durable_at: 0,
             subscriptions: Default::default(),
             tracking: Default::default(),
+            replconf: Default::default(),
+            sync_request: None,
+            is_primary_link: false,
+            repl_offset: 0,
+            wait_request: None,
         }
     }
 

@@ -224,7 +224,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("lazyfree-lazy-user-del", None, o::DEBUG, Kind::Bool, "no", Effect::Acts),
     opt("lazyfree-lazy-user-flush", None, o::DEBUG, Kind::Bool, "no", Effect::Acts),
     opt("repl-disable-tcp-nodelay", None, 0, Kind::Bool, "no", Effect::Inert),
-    opt("repl-diskless-sync", None, o::DEBUG, Kind::Bool, "yes", Effect::Inert),
+    opt("repl-diskless-sync", None, o::DEBUG, Kind::Bool, "yes", Effect::Acts),
     opt("aof-rewrite-incremental-fsync", None, 0, Kind::Bool, "yes", Effect::Inert),
     opt("no-appendfsync-on-rewrite", None, 0, Kind::Bool, "no", Effect::Inert),
     opt("cluster-require-full-coverage", None, 0, Kind::Bool, "yes", Effect::Inert),
@@ -235,7 +235,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("cluster-replica-no-failover", Some("cluster-slave-no-failover"), 0, Kind::Bool, "no", Effect::Inert),
     opt("replica-lazy-flush", Some("slave-lazy-flush"), 0, Kind::Bool, "no", Effect::Inert),
     opt("replica-serve-stale-data", Some("slave-serve-stale-data"), 0, Kind::Bool, "yes", Effect::Inert),
-    opt("replica-read-only", Some("slave-read-only"), o::DEBUG, Kind::Bool, "yes", Effect::Inert),
+    opt("replica-read-only", Some("slave-read-only"), o::DEBUG, Kind::Bool, "yes", Effect::Acts),
     opt("replica-ignore-maxmemory", Some("slave-ignore-maxmemory"), 0, Kind::Bool, "yes", Effect::Inert),
     opt("jemalloc-bg-thread", None, 0, Kind::Bool, "yes", Effect::Acts),
     opt("activedefrag", None, o::DEBUG, Kind::Bool, "no", Effect::Inert),
@@ -249,15 +249,15 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("use-exit-on-panic", None, o::HIDDEN, Kind::Bool, "no", Effect::Inert),
     opt("disable-thp", None, o::IMMUTABLE, Kind::Bool, "yes", Effect::Inert),
     opt("cluster-allow-replica-migration", None, 0, Kind::Bool, "yes", Effect::Inert),
-    opt("replica-announced", None, 0, Kind::Bool, "yes", Effect::Inert),
+    opt("replica-announced", None, 0, Kind::Bool, "yes", Effect::Acts),
     opt("latency-tracking", None, 0, Kind::Bool, "yes", Effect::Inert),
     opt("aof-disable-auto-gc", None, 0, Kind::Bool, "no", Effect::Inert),
     opt("replica-ignore-disk-write-errors", None, 0, Kind::Bool, "no", Effect::Inert),
     opt("aclfile", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: None }, "", Effect::Inert),
     opt("unixsocket", None, o::IMMUTABLE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Acts),
     opt("pidfile", None, o::IMMUTABLE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Acts),
-    opt("replica-announce-ip", Some("slave-announce-ip"), 0, Kind::Text { empty_is_null: true, check: None }, "", Effect::Inert),
-    opt("masteruser", None, o::SENSITIVE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Inert),
+    opt("replica-announce-ip", Some("slave-announce-ip"), 0, Kind::Text { empty_is_null: true, check: None }, "", Effect::Acts),
+    opt("masteruser", None, o::SENSITIVE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Acts),
     opt("cluster-announce-ip", None, 0, Kind::Text { empty_is_null: true, check: None }, "", Effect::Inert),
     opt("cluster-config-file", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: None }, "nodes.conf", Effect::Inert),
     opt("cluster-announce-hostname", None, 0, Kind::Text { empty_is_null: true, check: Some(check_hostname) }, "", Effect::Inert),
@@ -273,7 +273,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("proc-title-template", None, 0, Kind::Text { empty_is_null: false, check: Some(check_proc_title) }, "{title} {listen-addr} {server-mode}", Effect::Inert),
     opt("bind-source-addr", None, 0, Kind::Text { empty_is_null: true, check: None }, "", Effect::Inert),
     opt("logfile", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: None }, "", Effect::Acts),
-    opt("masterauth", None, o::SENSITIVE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Inert),
+    opt("masterauth", None, o::SENSITIVE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Acts),
     opt("requirepass", None, o::SENSITIVE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Acts),
     opt("supervised", None, o::IMMUTABLE, Kind::Enum(SUPERVISED), "no", Effect::Inert),
     opt("syslog-facility", None, o::IMMUTABLE, Kind::Enum(SYSLOG_FACILITY), "local0", Effect::Inert),
@@ -305,19 +305,19 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("active-defrag-threshold-upper", None, 0, Kind::Number { min: 0, max: 1000, unsigned: false, format: Format::Plain }, "100", Effect::Inert),
     opt("lfu-log-factor", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "10", Effect::Inert),
     opt("lfu-decay-time", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "1", Effect::Inert),
-    opt("replica-priority", Some("slave-priority"), 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "100", Effect::Inert),
+    opt("replica-priority", Some("slave-priority"), 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "100", Effect::Acts),
     opt("repl-diskless-sync-delay", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "5", Effect::Inert),
     opt("maxmemory-samples", None, 0, Kind::Number { min: 1, max: I32_MAX, unsigned: false, format: Format::Plain }, "5", Effect::Acts),
     opt("maxmemory-eviction-tenacity", None, 0, Kind::Number { min: 0, max: 100, unsigned: false, format: Format::Plain }, "10", Effect::Inert),
     opt("timeout", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
-    opt("replica-announce-port", Some("slave-announce-port"), 0, Kind::Number { min: 0, max: 65535, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
+    opt("replica-announce-port", Some("slave-announce-port"), 0, Kind::Number { min: 0, max: 65535, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
     opt("tcp-backlog", None, o::IMMUTABLE, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "511", Effect::Inert),
     opt("cluster-port", None, o::IMMUTABLE, Kind::Number { min: 0, max: 65535, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
     opt("cluster-announce-bus-port", None, 0, Kind::Number { min: 0, max: 65535, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
     opt("cluster-announce-port", None, 0, Kind::Number { min: 0, max: 65535, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
     opt("cluster-announce-tls-port", None, 0, Kind::Number { min: 0, max: 65535, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
-    opt("repl-timeout", None, 0, Kind::Number { min: 1, max: I32_MAX, unsigned: false, format: Format::Plain }, "60", Effect::Inert),
-    opt("repl-ping-replica-period", Some("repl-ping-slave-period"), 0, Kind::Number { min: 1, max: I32_MAX, unsigned: false, format: Format::Plain }, "10", Effect::Inert),
+    opt("repl-timeout", None, 0, Kind::Number { min: 1, max: I32_MAX, unsigned: false, format: Format::Plain }, "60", Effect::Acts),
+    opt("repl-ping-replica-period", Some("repl-ping-slave-period"), 0, Kind::Number { min: 1, max: I32_MAX, unsigned: false, format: Format::Plain }, "10", Effect::Acts),
     opt("list-compress-depth", None, o::DEBUG, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
     opt("rdb-key-save-delay", None, o::HIDDEN, Kind::Number { min: I32_MIN, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
     opt("key-load-delay", None, o::HIDDEN, Kind::Number { min: I32_MIN, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
@@ -346,7 +346,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("latency-monitor-threshold", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
     opt("proto-max-bulk-len", None, o::DEBUG, Kind::Number { min: 1048576, max: I64_MAX, unsigned: false, format: Format::Memory }, "536870912", Effect::Acts),
     opt("stream-node-max-entries", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "100", Effect::Acts),
-    opt("repl-backlog-size", None, 0, Kind::Number { min: 1, max: I64_MAX, unsigned: false, format: Format::Memory }, "1048576", Effect::Inert),
+    opt("repl-backlog-size", None, 0, Kind::Number { min: 1, max: I64_MAX, unsigned: false, format: Format::Memory }, "1048576", Effect::Acts),
     opt("maxmemory", None, 0, Kind::Number { min: 0, max: U64_MAX, unsigned: true, format: Format::Memory }, "0", Effect::Acts),
     opt("cluster-link-sendbuf-limit", None, 0, Kind::Number { min: 0, max: U64_MAX, unsigned: true, format: Format::Memory }, "0", Effect::Inert),
     opt("hash-max-listpack-entries", Some("hash-max-ziplist-entries"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "512", Effect::Acts),
@@ -1518,14 +1518,6 @@ impl Loader {
         if int("daemonize") != 0 {
             return Err(fatal(None, "Latch does not daemonize: run it in the foreground (daemonize no) under a supervisor"));
         }
-        if let Some((index, _)) = lookup("replicaof") {
-            if self.values[index] != Value::Master(None) {
-                return Err(fatal(
-                    None,
-                    "Latch does not replicate: replicaof is not supported",
-                ));
-            }
-        }
         if let Some((index, _)) = lookup("hz") {
             if let Value::Int(hz) = self.values[index] {
                 self.values[index] = Value::Int(hz.clamp(HZ_MIN, HZ_MAX));
@@ -1694,6 +1686,25 @@ impl Config {
 
     pub fn port(&self) -> u16 {
         self.get_i64("port").clamp(0, 65535) as u16
+    }
+
+    /// `replicaof`: the primary's host and port, or none.
+    pub fn replicaof(&self) -> Option<(String, u16)> {
+        let (index, _) = lookup("replicaof")?;
+        match &self.values.read()[index] {
+            Value::Master(Some((host, port))) => {
+                Some((host.clone(), (*port).clamp(0, 65535) as u16))
+            }
+            _ => None,
+        }
+    }
+
+    /// What REPLICAOF set, for CONFIG GET and CONFIG REWRITE.
+    pub fn set_replicaof(&self, primary: Option<(String, u16)>) {
+        if let Some((index, _)) = lookup("replicaof") {
+            self.values.write()[index] =
+                Value::Master(primary.map(|(host, port)| (host, i64::from(port))));
+        }
     }
 
     /// The `bind` addresses as configured (`127.0.0.1 -::1` by default).

@@ -375,18 +375,29 @@ fn dispatch(
         );
         return Outcome::Done;
     }
-    if client.blocked.is_none()
+    // The primary's stream is applied whatever limits this replica's own clients meet.
+    let link = client.is_primary_link;
+    if !link
+        && client.blocked.is_none()
         && !server.scripting.run.is_busy()
         && refused_for_memory(server, client, command)
     {
         reject(server, client, reply, Some(command), args, err::OOM);
         return Outcome::Done;
     }
-    if !server.enough_replicas() && writes(client, command) {
+    if !link && !server.enough_replicas() && writes(client, command) {
         reject(server, client, reply, Some(command), args, err::NOREPLICAS);
         return Outcome::Done;
     }
-    let delay_ms = server.persistence.restart_delay_left_ms(server);
+    if !link && read_only_replica(server, client) && writes(client, command) {
+        reject(server, client, reply, Some(command), args, err::READONLY);
+        return Outcome::Done;
+    }
+    let delay_ms = if link {
+        0
+    } else {
+        server.persistence.restart_delay_left_ms(server)
+    };
     if delay_ms > 0 && writes(client, command) {
         let message = restart_delay_error(delay_ms);
         reject(
@@ -473,6 +484,9 @@ fn dispatch(
     let mark = reply.len();
     let ran = {
         let mut keys = lock_for(server, command, args, client.reading.take());
+        if client.is_primary_link {
+            sees_passed_keys(&mut keys);
+        }
         if let Some(block) = &client.blocked {
             block.waiter.begin_retry();
         }
@@ -591,6 +605,13 @@ pub fn restart_delay_error(left_ms: u64) -> String {
     format!(
         "RESTARTDELAY writes are refused for another {left_ms} ms: the server restarted after an unclean shutdown (restart-delay)"
     )
+}
+
+/// A replica with `replica-read-only` on refuses its own clients' writes.
+fn read_only_replica(server: &Server, client: &Client) -> bool {
+    !client.is_primary_link
+        && server.replication.is_replica()
+        && server.config.get_bool("replica-read-only")
 }
 
 /// A write command, or an EXEC whose transaction holds one.
@@ -931,6 +952,9 @@ fn script_refusal(
     if spec.has_flag(flag::WRITE) && !server.enough_replicas() {
         return Some(b"-NOREPLICAS Not enough good replicas to write.".to_vec());
     }
+    if spec.has_flag(flag::WRITE) && read_only_replica(server, client) {
+        return Some(format!("-{}", String::from_utf8_lossy(err::READONLY)).into_bytes());
+    }
     // Over maxmemory when the script started: its first write that may grow memory is
     // refused (a later one must run, or the script would stop half done).
     if rules.deny_oom && !run.wrote() && spec.has_flag(flag::DENYOOM) {
@@ -1142,6 +1166,9 @@ fn account(server: &Server, client: &Client, command: &Command, args: &[Bytes], 
 pub fn run_transaction(server: &Server, client: &mut Client, reply: &mut Reply, queued: &[Queued]) {
     let table = table();
     let mut keys = lock_transaction(server, client, queued);
+    if client.is_primary_link {
+        sees_passed_keys(&mut keys);
+    }
     // Under the locks of the watched keys' shards: no writer can slip in after this check.
     let watch_failed = client.watches.is_dirty() || keys.watched_key_expired(&client.watches);
     keys.unwatch_all(&mut client.watches);
@@ -1158,6 +1185,14 @@ pub fn run_transaction(server: &Server, client: &mut Client, reply: &mut Reply, 
     }
     client.deny_blocking = false;
     client.woken.append(&mut keys.woken);
+}
+
+/// A replica applies its primary's stream as the primary sees its keys: one past its
+/// deadline here is still there until the primary's `DEL` comes (the clocks may differ),
+/// as Redis' `expireIfNeeded` answers "not expired" to the primary's link.
+#[cold]
+fn sees_passed_keys(keys: &mut Locked<'_>) {
+    keys.see_passed_keys();
 }
 
 /// The union of the shards of the queued commands' keys and the watched keys, or every

@@ -26,6 +26,7 @@ pub mod net;
 pub mod pause;
 pub mod persistence;
 pub mod pubsub;
+pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod spec;

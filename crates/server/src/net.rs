@@ -79,6 +79,10 @@ pub async fn bind(server: &Server) -> anyhow::Result<(Vec<TcpListener>, Option<U
 /// Accepts connections until shutdown is requested.
 pub async fn serve(server: Arc<Server>, tcp: Vec<TcpListener>, unix: Option<UnixListener>) {
     tokio::spawn(crate::busy_poll::run(server.clone()));
+    tokio::spawn(crate::replication::cron(server.clone()));
+    if let Some((host, port)) = server.config.replicaof() {
+        crate::replication::replica::start(&server, crate::replication::PrimaryAddr { host, port });
+    }
     for listener in tcp {
         let server = server.clone();
         tokio::spawn(async move {
@@ -751,6 +755,33 @@ where
                 if step == Step::Close {
                     break 'connection;
                 }
+                if let Some(request) = client.wait_request.take() {
+                    // WAIT: its reply comes when enough replicas acknowledged (or the
+                    // timeout), in its place among the batch's replies.
+                    deferred.wake_all();
+                    reading = None;
+                    let (peak, soft_since) =
+                        (&mut buffers.reply_peak, &mut buffers.soft_limit_since);
+                    if !flush_batch(server, client, stream, reply, &limits, peak, soft_since).await
+                    {
+                        break 'connection;
+                    }
+                    let acked = tokio::select! {
+                        acked = crate::replication::wait_for_acks(server, request) => acked,
+                        _ = interrupted(&client.shared, server) => break 'connection,
+                    };
+                    reply.integer(acked as i64);
+                }
+                if let Some(request) = client.sync_request.take() {
+                    // PSYNC or SYNC: this connection now feeds a replica.
+                    deferred.wake_all();
+                    if !flush_all(server, client, stream, reply).await {
+                        break 'connection;
+                    }
+                    let rest = input.split();
+                    crate::replication::primary::serve(server, client, stream, request, rest).await;
+                    break 'connection;
+                }
                 if over_output_hard_limit(server, client, reply, limits.output_for(client)) {
                     break 'connection;
                 }
@@ -1235,7 +1266,7 @@ const WOKEN_WAIT_CAP: Duration = Duration::from_secs(1);
 /// Lets the blocked clients a command woke run their retry before this client goes on, so
 /// that (as in Redis, which serves them before the next command) what they take or push is
 /// visible to this client's next command. `own`: this client's own waiter, never waited on.
-async fn await_woken(woken: Vec<Woken>, own: Option<&Arc<Waiter>>) {
+pub(crate) async fn await_woken(woken: Vec<Woken>, own: Option<&Arc<Waiter>>) {
     // Addresses compared as integers: raw pointers would make this future !Send.
     let own = own.map(|w| Arc::as_ptr(w).cast::<()>() as usize);
     let all = async {
@@ -1572,7 +1603,7 @@ impl Drop for IdleOutbox<'_> {
 }
 
 /// Resolves once the client is killed or the server shuts down.
-async fn interrupted(shared: &ClientShared, server: &Server) {
+pub(crate) async fn interrupted(shared: &ClientShared, server: &Server) {
     interruption(shared, server, false).await;
 }
 

@@ -43,8 +43,10 @@ pub struct Server {
     pub pause: crate::pause::Pause,
     /// Users and their permissions.
     pub acl: crate::acl::Acl,
-    /// The AOF and RDB snapshots.
+    /// The AOF and RDB snapshots (and the replication stream, fed beside the AOF).
     pub persistence: crate::persistence::Persistence,
+    /// Replicas attached to this server, and its own primary when it is a replica.
+    pub replication: crate::replication::Replication,
     /// Open connections to MIGRATE's targets.
     pub migrate_sockets: crate::commands::keys::migrate::MigrateSockets,
     /// This server's own `Arc`, for background work started by a command (BGSAVE...).
@@ -59,17 +61,15 @@ impl Server {
         limit != 0 && crate::commands::info::used_memory_recent() > limit
     }
 
-    /// Whether writes may go ahead under `min-replicas-to-write`. Latch has no replicas
-    /// yet, so any such minimum refuses writes, as Redis does without enough of them.
+    /// Whether writes may go ahead under `min-replicas-to-write`: enough replicas
+    /// acknowledged within `min-replicas-max-lag` seconds (a replica never refuses its
+    /// primary's stream this way; the gatekeeper lets the primary's link through).
     pub fn enough_replicas(&self) -> bool {
         let (to_write, max_lag) = self.config.min_replicas();
-        let good_replicas = self.good_replicas();
-        to_write == 0 || max_lag == 0 || good_replicas >= to_write
-    }
-
-    /// Replicas that acknowledged within `min-replicas-max-lag`: none until replication.
-    fn good_replicas(&self) -> u64 {
-        0
+        to_write == 0
+            || max_lag == 0
+            || self.replication.is_replica()
+            || self.replication.good_replicas(max_lag) >= to_write
     }
 
     pub fn new(config: Config) -> Server {
@@ -106,6 +106,7 @@ impl Server {
             pause: crate::pause::Pause::new(),
             acl,
             persistence: crate::persistence::Persistence::new(),
+            replication: crate::replication::Replication::new(),
             migrate_sockets: Default::default(),
             self_ref: std::sync::OnceLock::new(),
         }

@@ -27,6 +27,10 @@ pub struct Stats {
     pub keyspace_misses: AtomicU64,
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
+    /// Bytes of the replication stream (and snapshots) received from a primary / sent to
+    /// replicas.
+    pub net_repl_input_bytes: AtomicU64,
+    pub net_repl_output_bytes: AtomicU64,
     pub total_error_replies: AtomicU64,
     /// Clients closed for passing `client-query-buffer-limit` / an output buffer limit
     /// (Redis 7.2's INFO fields of these names).
@@ -76,6 +80,8 @@ impl Stats {
             &self.keyspace_misses,
             &self.net_input_bytes,
             &self.net_output_bytes,
+            &self.net_repl_input_bytes,
+            &self.net_repl_output_bytes,
             &self.total_error_replies,
             &self.client_query_buffer_limit_disconnections,
             &self.client_output_buffer_limit_disconnections,

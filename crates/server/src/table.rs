@@ -35,6 +35,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     commands::scripting::COMMANDS,
     commands::transaction::COMMANDS,
     commands::pubsub::COMMANDS,
+    commands::replication::COMMANDS,
 ];
 
 /// One resolved entry: a command or a subcommand.

@@ -483,13 +483,13 @@ fn client_type_by_name(name: &[u8]) -> Option<ClientType> {
     }
 }
 
-/// A client subscribed to anything is a pubsub client; every other one is normal (until
-/// replication).
+/// Redis' order: a replica or the primary's link first, then a subscriber, else normal.
 fn client_type_of(client: &ClientShared) -> ClientType {
-    if client.is_pubsub() {
-        ClientType::Pubsub
-    } else {
-        ClientType::Normal
+    match client.role.load(std::sync::atomic::Ordering::Relaxed) {
+        crate::client::role::REPLICA => ClientType::Replica,
+        crate::client::role::PRIMARY => ClientType::Master,
+        _ if client.is_pubsub() => ClientType::Pubsub,
+        _ => ClientType::Normal,
     }
 }
 

@@ -47,7 +47,7 @@ fn debug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     } else if is(sub, "PROTOCOL") && argc == 3 {
         debug_protocol(ctx, &args[2]);
     } else if is(sub, "CHANGE-REPL-ID") && argc == 2 {
-        *super::info::REPLICATION_ID.lock() = crate::server::random_hex(40);
+        ctx.server.replication.change_replid();
         ctx.reply.ok();
     } else if is(sub, "LOG") && argc == 3 {
         tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(&args[2]));

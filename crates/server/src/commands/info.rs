@@ -133,7 +133,7 @@ fn info_text(ctx: &mut Ctx<'_, '_>, wanted: &BTreeSet<&str>) -> String {
                 persistence_section(ctx.server, dirty, &mut out)
             }
             "stats" => stats_section(ctx.server, &mut out),
-            "replication" => replication_section(ctx.server, &mut out),
+            "replication" => crate::replication::info_section(ctx.server, &mut out),
             "cpu" => cpu_section(&mut out),
             "modules" => out.push_str("# Modules\r\n"),
             "commandstats" => commandstats_section(ctx.server, &mut out),
@@ -655,8 +655,16 @@ fn stats_section(server: &Server, out: &mut String) {
     field(out, "instantaneous_ops_per_sec", ops.round() as u64);
     field(out, "total_net_input_bytes", load(&stats.net_input_bytes));
     field(out, "total_net_output_bytes", load(&stats.net_output_bytes));
-    field(out, "total_net_repl_input_bytes", 0);
-    field(out, "total_net_repl_output_bytes", 0);
+    field(
+        out,
+        "total_net_repl_input_bytes",
+        load(&stats.net_repl_input_bytes),
+    );
+    field(
+        out,
+        "total_net_repl_output_bytes",
+        load(&stats.net_repl_output_bytes),
+    );
     field(out, "instantaneous_input_kbps", format!("{input_kbps:.2}"));
     field(
         out,
@@ -670,9 +678,10 @@ fn stats_section(server: &Server, out: &mut String) {
         "rejected_connections",
         load(&stats.rejected_connections),
     );
-    field(out, "sync_full", 0);
-    field(out, "sync_partial_ok", 0);
-    field(out, "sync_partial_err", 0);
+    let replication = &server.replication;
+    field(out, "sync_full", load(&replication.sync_full));
+    field(out, "sync_partial_ok", load(&replication.sync_partial_ok));
+    field(out, "sync_partial_err", load(&replication.sync_partial_err));
     field(out, "expired_keys", load(&stats.expired_keys));
     field(out, "expired_stale_perc", "0.00");
     field(out, "expired_time_cap_reached_count", 0);
@@ -762,33 +771,6 @@ fn stats_section(server: &Server, out: &mut String) {
     // Latch's own: how long the server now polls after input before it sleeps (adapted to
     // the gaps between requests, at most busy-poll-us; `busy_poll`).
     field(out, "busy_poll_window_us", crate::busy_poll::window_us());
-}
-
-/// A replication id for INFO replication, fixed for the process (DEBUG CHANGE-REPL-ID
-/// replaces it).
-pub static REPLICATION_ID: Mutex<String> = Mutex::new(String::new());
-
-pub fn replication_id() -> String {
-    let mut id = REPLICATION_ID.lock();
-    if id.is_empty() {
-        *id = crate::server::random_hex(40);
-    }
-    id.clone()
-}
-
-fn replication_section(_server: &Server, out: &mut String) {
-    out.push_str("# Replication\r\n");
-    field(out, "role", "master");
-    field(out, "connected_slaves", 0);
-    field(out, "master_failover_state", "no-failover");
-    field(out, "master_replid", replication_id());
-    field(out, "master_replid2", "0".repeat(40));
-    field(out, "master_repl_offset", 0);
-    field(out, "second_repl_offset", -1);
-    field(out, "repl_backlog_active", 0);
-    field(out, "repl_backlog_size", 1_048_576);
-    field(out, "repl_backlog_first_byte_offset", 0);
-    field(out, "repl_backlog_histlen", 0);
 }
 
 /// CPU seconds (user, system, children's user, children's system) from /proc/self/stat,

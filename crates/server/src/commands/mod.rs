@@ -23,6 +23,7 @@ pub mod keys;
 pub mod list;
 pub mod persistence;
 pub mod pubsub;
+pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -145,6 +146,7 @@ pub mod err {
     pub const NOAUTH: &[u8] = b"NOAUTH Authentication required.";
     pub const OOM: &[u8] = b"OOM command not allowed when used memory > 'maxmemory'.";
     pub const NOREPLICAS: &[u8] = b"NOREPLICAS Not enough good replicas to write.";
+    pub const READONLY: &[u8] = b"READONLY You can't write against a read only replica.";
     pub const NOT_POSITIVE: &[u8] = b"ERR value is out of range, must be positive";
 }
 

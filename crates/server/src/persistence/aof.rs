@@ -147,40 +147,19 @@ impl AofLog {
         self.request_sync();
     }
 
-    /// Appends commands; `atomic` wraps several in MULTI/EXEC (a transaction's or a
-    /// script's effects), so a torn tail never replays half of one. Returns the offset
-    /// just past them.
+    /// Appends a commit's commands ([`encode_entries`]). Returns the offset just past
+    /// them.
     pub fn append(&self, entries: &[Propagated], atomic: bool) -> u64 {
         let mut pending = self.pending.lock();
-        let start = pending.buffer.len();
-        let wrap = atomic && entries.len() > 1;
-        if wrap {
-            if let Some(first) = entries.first() {
-                select(&mut pending, first.db);
-            }
-            encode(&mut pending.buffer, &[Bytes::from_static(b"MULTI")]);
-        }
-        for entry in entries {
-            select(&mut pending, entry.db);
-            encode(&mut pending.buffer, &entry.args);
-        }
-        if wrap {
-            encode(&mut pending.buffer, &[Bytes::from_static(b"EXEC")]);
-        }
-        pending.appended += (pending.buffer.len() - start) as u64;
-        pending.appended
-    }
-
-    /// Appends `DEL`s for keys expiry removed (under their shard's lock).
-    pub fn append_expired(&self, removed: &[(usize, Box<[u8]>)]) -> u64 {
-        let entries: Vec<Propagated> = removed
-            .iter()
-            .map(|(db, key)| Propagated {
-                db: *db,
-                args: vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(key)],
-            })
-            .collect();
-        self.append(&entries, false)
+        let Pending {
+            buffer,
+            db,
+            appended,
+        } = &mut *pending;
+        let start = buffer.len();
+        encode_entries(buffer, db, entries, atomic);
+        *appended += (buffer.len() - start) as u64;
+        *appended
     }
 
     /// The offset appended so far.
@@ -350,15 +329,38 @@ impl AofLog {
     }
 }
 
-fn select(pending: &mut Pending, db: usize) {
-    if pending.db != Some(db) {
+/// Encodes a commit's entries as the AOF and the replication stream carry them: a `SELECT`
+/// whenever the database differs from `db` (the stream's last one), and several entries of
+/// one transaction or script (`atomic`) wrapped in MULTI/EXEC, so a torn tail never replays
+/// half of one.
+pub fn encode_entries(
+    out: &mut Vec<u8>,
+    db: &mut Option<usize>,
+    entries: &[Propagated],
+    atomic: bool,
+) {
+    let wrap = atomic && entries.len() > 1;
+    if wrap {
+        if let Some(first) = entries.first() {
+            select(out, db, first.db);
+        }
+        encode(out, &[Bytes::from_static(b"MULTI")]);
+    }
+    for entry in entries {
+        select(out, db, entry.db);
+        encode(out, &entry.args);
+    }
+    if wrap {
+        encode(out, &[Bytes::from_static(b"EXEC")]);
+    }
+}
+
+fn select(out: &mut Vec<u8>, current: &mut Option<usize>, db: usize) {
+    if *current != Some(db) {
         let mut number = itoa::Buffer::new();
         let db_arg = Bytes::copy_from_slice(number.format(db).as_bytes());
-        encode(
-            &mut pending.buffer,
-            &[Bytes::from_static(b"SELECT"), db_arg],
-        );
-        pending.db = Some(db);
+        encode(out, &[Bytes::from_static(b"SELECT"), db_arg]);
+        *current = Some(db);
     }
 }
 

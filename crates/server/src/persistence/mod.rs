@@ -40,9 +40,12 @@ pub enum ShutdownSave {
 }
 
 pub struct Persistence {
-    /// True while commands are logged (the AOF is on).
+    /// True while commands are logged: the AOF is on, or the replication stream is fed.
     logging: AtomicBool,
     aof: RwLock<Option<Arc<AofLog>>>,
+    /// The replication stream and its backlog (`crate::replication`): fed at the same
+    /// place as the AOF, under the same locks.
+    pub feed: crate::replication::Feed,
     /// The AOF directory's state while the AOF is on.
     pub dir: Mutex<Option<aofdir::AofDir>>,
     /// The log offset where a restarted log continues, so that offsets never go back.
@@ -88,6 +91,7 @@ impl Persistence {
         Persistence {
             logging: AtomicBool::new(false),
             aof: RwLock::new(None),
+            feed: crate::replication::Feed::new(),
             dir: Mutex::new(None),
             next_offset: AtomicU64::new(1),
             snapshot_job: Mutex::new(()),
@@ -125,9 +129,16 @@ impl Persistence {
         self.logging.store(true, Ordering::Release);
     }
 
+    /// Starts feeding the replication stream (a backlog of `backlog_size` bytes), if it
+    /// is not fed yet.
+    pub fn start_feed(&self, backlog_size: usize) {
+        self.feed.activate(backlog_size);
+        self.logging.store(true, Ordering::Release);
+    }
+
     /// Stops logging: writes and syncs what is pending.
     pub(crate) fn detach(&self) {
-        self.logging.store(false, Ordering::Release);
+        self.logging.store(self.feed.is_active(), Ordering::Release);
         let log = self.aof.write().take();
         if let Some(log) = log {
             log.stop();
@@ -151,16 +162,33 @@ impl Persistence {
             let offset = log.append(&client.propagated, atomic);
             client.durable_at = client.durable_at.max(offset);
         }
+        if self.feed.takes_commits() {
+            client.repl_offset = self.feed.append(&client.propagated, atomic);
+        }
         client.propagated.clear();
     }
 
-    /// Logs `DEL`s for keys the active expiry removed (called under their shard's lock).
+    /// Logs `DEL`s for keys the active expiry (or eviction) removed, in the AOF and the
+    /// replication stream (called under their shard's lock).
     pub fn log_expired(&self, removed: &[(usize, Box<[u8]>)]) {
         if !self.is_logging() {
             return;
         }
+        let entries: Vec<crate::client::Propagated> = removed
+            .iter()
+            .map(|(db, key)| crate::client::Propagated {
+                db: *db,
+                args: vec![
+                    bytes::Bytes::from_static(b"DEL"),
+                    bytes::Bytes::copy_from_slice(key),
+                ],
+            })
+            .collect();
         if let Some(log) = self.aof.read().as_ref() {
-            log.append_expired(removed);
+            log.append(&entries, false);
+        }
+        if self.feed.takes_commits() {
+            self.feed.append(&entries, false);
         }
     }
 

@@ -8,7 +8,7 @@
 //! writers race ahead of it.
 
 use std::fs::File;
-use std::io::{BufWriter, Read};
+use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -68,7 +68,36 @@ fn rand_suffix() -> u32 {
 
 fn write_rdb_to(server: &Server, cut: &Cut, temp: &Path, aof_base: bool) -> anyhow::Result<u64> {
     let file = File::create(temp).with_context(|| format!("creating {}", temp.display()))?;
-    let mut writer = Writer::new(BufWriter::with_capacity(256 * 1024, file))?;
+    let buffered = write_rdb_into(
+        server,
+        cut,
+        BufWriter::with_capacity(256 * 1024, file),
+        aof_base,
+        None,
+    )?;
+    let file = buffered
+        .into_inner()
+        .map_err(|error| anyhow::anyhow!("writing {}: {}", temp.display(), error.error()))?;
+    file.sync_all()?;
+    Ok(file.metadata()?.len())
+}
+
+/// What an RDB made for a replica says of the stream that follows it (Redis' `repl-id`,
+/// `repl-offset` and `repl-stream-db` aux fields).
+pub struct ReplAux {
+    pub replid: String,
+    pub offset: u64,
+}
+
+/// Serializes the cut as an RDB into `out`; returns `out` when done.
+pub fn write_rdb_into<W: Write>(
+    server: &Server,
+    cut: &Cut,
+    out: W,
+    aof_base: bool,
+    repl: Option<&ReplAux>,
+) -> anyhow::Result<W> {
+    let mut writer = Writer::new(out)?;
     let now = cut.snapshot.now;
     let version = crate::commands::connection::REDIS_VERSION;
     writer.aux("redis-ver", version.as_bytes())?;
@@ -80,6 +109,11 @@ fn write_rdb_to(server: &Server, cut: &Cut, temp: &Path, aof_base: bool) -> anyh
             .to_string()
             .as_bytes(),
     )?;
+    if let Some(repl) = repl {
+        writer.aux("repl-stream-db", b"0")?;
+        writer.aux("repl-id", repl.replid.as_bytes())?;
+        writer.aux("repl-offset", repl.offset.to_string().as_bytes())?;
+    }
     writer.aux("aof-base", if aof_base { b"1" } else { b"0" })?;
     for code in &cut.libraries {
         writer.function(code)?;
@@ -110,12 +144,7 @@ fn write_rdb_to(server: &Server, cut: &Cut, temp: &Path, aof_base: bool) -> anyh
             }
         }
     }
-    let buffered = writer.finish()?;
-    let file = buffered
-        .into_inner()
-        .map_err(|error| anyhow::anyhow!("writing {}: {}", temp.display(), error.error()))?;
-    file.sync_all()?;
-    Ok(file.metadata()?.len())
+    Ok(writer.finish()?)
 }
 
 /// Syncs the directory holding `path`, so that a rename in it is durable.
@@ -213,6 +242,12 @@ pub fn load_rdb_file(server: &Server, path: &Path) -> anyhow::Result<u64> {
 /// Loads RDB data from the start of `data`; returns the offset where the RDB ended (an AOF
 /// preamble may be followed by commands) and the number of keys loaded.
 pub fn load_rdb_bytes(server: &Server, data: &[u8]) -> anyhow::Result<(usize, u64)> {
+    load_rdb(server, data, false)
+}
+
+/// Loads RDB data; `keep_expired`: keys past their deadline are loaded too (a replica
+/// loading its primary's data, which expires them itself and sends the `DEL`s).
+pub fn load_rdb(server: &Server, data: &[u8], keep_expired: bool) -> anyhow::Result<(usize, u64)> {
     let mut reader = Reader::new(data)?;
     let mut view = server.keyspace.lock_all();
     let now = view.now();
@@ -237,13 +272,15 @@ pub fn load_rdb_bytes(server: &Server, data: &[u8]) -> anyhow::Result<(usize, u6
                 expire_unix_ms,
             } => {
                 let deadline = expire_unix_ms.map(Deadline::at_wall);
-                if deadline.is_some_and(|d| {
-                    d.is_passed(latch_keyspace::Now {
-                        loading: false,
-                        keep_passed: false,
-                        ..now
+                if !keep_expired
+                    && deadline.is_some_and(|d| {
+                        d.is_passed(latch_keyspace::Now {
+                            loading: false,
+                            keep_passed: false,
+                            ..now
+                        })
                     })
-                }) {
+                {
                     expired += 1;
                     continue;
                 }

@@ -330,3 +330,18 @@ pub async fn wait(scripting: &Scripting, until_end: bool) {
         }
     }
 }
+
+/// Drops every function library (a replica about to load its primary's snapshot, which
+/// carries the primary's libraries). Waits for a running script to end first.
+pub fn flush_functions(server: &crate::server::Server) {
+    let scripting = &server.scripting;
+    while !scripting.try_claim() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    scripting.with_function_engine(|engine| engine.functions.flush());
+    scripting.release();
+    let run = &scripting.run;
+    run.library_count.store(0, Ordering::Relaxed);
+    run.function_count.store(0, Ordering::Relaxed);
+    scripting.library_codes.lock().clear();
+}

@@ -1,0 +1,369 @@
+//! Latch as a primary: a connection that sent PSYNC (or SYNC) becomes its replica's feeder.
+//!
+//! 1. **Partial resync** when the replica names this server's history (`replid`, or
+//!    `replid2` up to `second_repl_offset`) and an offset the backlog still holds:
+//!    `+CONTINUE <replid>`, then the stream from that offset.
+//! 2. Otherwise a **full sync**: a snapshot cut (`persistence::snapshot::cut`, no fork),
+//!    taken under every shard lock together with the replica's place in the stream, so the
+//!    data and the stream after it meet exactly; `+FULLRESYNC <replid> <offset>`; the RDB,
+//!    serialized by a blocking thread (newlines keep the link alive meanwhile), framed as
+//!    `$<length>` or, with `repl-diskless-sync` and a replica that can read it, the
+//!    `$EOF:<mark>` form; then the stream.
+//! 3. **Streaming**: whatever the feed gets is copied to the socket; the replica's
+//!    `REPLCONF ACK <offset>` lines are read meanwhile (INFO's `offset` and `lag`, WAIT,
+//!    `min-replicas-to-write`). A replica that falls behind the replica class's hard output
+//!    limit, is killed (CLIENT KILL), or goes silent for `repl-timeout`, is dropped.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use latch_protocol::{RequestLimits, RequestParser};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tracing::{info, warn};
+
+use super::feed::{Read, Registration};
+use super::{state, Attached};
+use crate::client::Client;
+use crate::persistence::snapshot;
+use crate::server::Server;
+
+/// What the replica asked for.
+#[derive(Debug, Clone)]
+pub struct SyncRequest {
+    /// PSYNC's history id and offset; `None` for the old SYNC.
+    pub psync: Option<(String, i64)>,
+}
+
+/// What a replica said of itself with REPLCONF before PSYNC.
+#[derive(Debug, Clone, Default)]
+pub struct ReplConf {
+    pub listening_port: u16,
+    pub ip_address: Option<String>,
+    pub capa_eof: bool,
+    pub capa_psync2: bool,
+}
+
+/// The most bytes copied from the feed per write.
+const SEND_CHUNK: usize = 256 * 1024;
+
+/// Serves a replica on `stream` until it goes. `input` holds what it sent after PSYNC.
+pub async fn serve<S>(
+    server: &Arc<Server>,
+    client: &mut Client,
+    stream: &mut S,
+    request: SyncRequest,
+    input: BytesMut,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let replication = &server.replication;
+    client
+        .shared
+        .role
+        .store(crate::client::role::REPLICA, Ordering::Relaxed);
+    let ip = client
+        .replconf
+        .ip_address
+        .clone()
+        .unwrap_or_else(|| peer_ip(&client.shared.addr));
+    let attached = Arc::new(Attached {
+        client_id: client.id,
+        ip,
+        listening_port: std::sync::atomic::AtomicU16::new(client.replconf.listening_port),
+        state: std::sync::atomic::AtomicU8::new(state::WAIT_BGSAVE),
+        ack_offset: std::sync::atomic::AtomicU64::new(0),
+        ack_ms: std::sync::atomic::AtomicU64::new(replication.now_ms()),
+    });
+    replication.attached.lock().push(Arc::clone(&attached));
+    let registration = match partial(server, client, &request) {
+        Some(registration) => {
+            let ids = replication.ids();
+            let line = if client.replconf.capa_psync2 {
+                format!("+CONTINUE {}\r\n", ids.replid)
+            } else {
+                "+CONTINUE\r\n".to_string()
+            };
+            replication.sync_partial_ok.fetch_add(1, Ordering::Relaxed);
+            info!(
+                replica = %client.shared.addr,
+                "partial resynchronization request accepted"
+            );
+            if stream.write_all(line.as_bytes()).await.is_ok() {
+                attached.state.store(state::ONLINE, Ordering::Relaxed);
+                Some(registration)
+            } else {
+                server.persistence.feed.unregister(registration.id);
+                None
+            }
+        }
+        None => {
+            if let Some((replid, _)) = &request.psync {
+                if replid != "?" {
+                    replication.sync_partial_err.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            full_sync(server, client, stream, &request, &attached).await
+        }
+    };
+    if let Some(registration) = registration {
+        attached
+            .ack_ms
+            .store(replication.now_ms(), Ordering::Relaxed);
+        stream_to(server, client, stream, &registration, &attached, input).await;
+        server.persistence.feed.unregister(registration.id);
+    }
+    replication
+        .attached
+        .lock()
+        .retain(|replica| !Arc::ptr_eq(replica, &attached));
+    info!(replica = %client.shared.addr, "connection with replica lost");
+}
+
+fn peer_ip(addr: &str) -> String {
+    match addr.rsplit_once(':') {
+        Some((ip, _)) => ip.trim_start_matches('[').trim_end_matches(']').to_string(),
+        None => addr.to_string(),
+    }
+}
+
+/// The stream from the replica's offset, when this server's history and backlog allow it.
+fn partial(server: &Server, client: &Client, request: &SyncRequest) -> Option<Registration> {
+    let (replid, offset) = request.psync.as_ref()?;
+    let ids = server.replication.ids();
+    let ours = *replid == ids.replid || (*replid == ids.replid2 && *offset <= ids.second_offset);
+    if !ours || *offset < 0 || !server.persistence.feed.is_active() {
+        return None;
+    }
+    let hard = super::replica_hard_limit(server);
+    server
+        .persistence
+        .feed
+        .register_from(client.id, *offset as u64, hard)
+}
+
+/// A full sync: the cut, `+FULLRESYNC`, the RDB. Returns the replica's place in the stream.
+async fn full_sync<S>(
+    server: &Arc<Server>,
+    client: &Client,
+    stream: &mut S,
+    request: &SyncRequest,
+    attached: &Attached,
+) -> Option<Registration>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let replication = &server.replication;
+    replication.sync_full.fetch_add(1, Ordering::Relaxed);
+    let backlog_size = server.config.get_i64("repl-backlog-size").max(1) as usize;
+    server.persistence.start_feed(backlog_size);
+    let hard = super::replica_hard_limit(server);
+    let (cut_tx, cut_rx) = tokio::sync::oneshot::channel();
+    let id = client.id;
+    let worker_server = Arc::clone(server);
+    let job = tokio::task::spawn_blocking(move || {
+        let server = worker_server;
+        let _job = server.persistence.snapshot_job.lock();
+        let mut place = None;
+        let cut = snapshot::cut(&server, || {
+            place = Some(server.persistence.feed.register_at_cut(id, hard));
+        });
+        let Some((registration, offset)) = place else {
+            return Err(anyhow::anyhow!("the cut took no place in the stream"));
+        };
+        let replid = server.replication.ids().replid;
+        let _ = cut_tx.send((registration, offset, replid.clone()));
+        let aux = snapshot::ReplAux { replid, offset };
+        let started = std::time::Instant::now();
+        let rdb = snapshot::write_rdb_into(&server, &cut, Vec::new(), false, Some(&aux))?;
+        info!(
+            bytes = rdb.len(),
+            seconds = started.elapsed().as_secs_f64(),
+            "snapshot for a replica's full sync serialized"
+        );
+        Ok(rdb)
+    });
+    let Ok((registration, offset, replid)) = cut_rx.await else {
+        warn!("full sync: the snapshot could not be cut");
+        return None;
+    };
+    info!(
+        replica = %client.shared.addr,
+        offset,
+        "starting a full resynchronization"
+    );
+    let give_up = |registration: &Registration| {
+        server.persistence.feed.unregister(registration.id);
+        None
+    };
+    if request.psync.is_some() {
+        let line = format!("+FULLRESYNC {replid} {offset}\r\n");
+        if stream.write_all(line.as_bytes()).await.is_err() {
+            return give_up(&registration);
+        }
+    }
+    tokio::pin!(job);
+    let rdb = loop {
+        tokio::select! {
+            done = &mut job => break done,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {
+                // Redis keeps a replica waiting for its snapshot alive with newlines.
+                if stream.write_all(b"\n").await.is_err() {
+                    return give_up(&registration);
+                }
+            }
+        }
+    };
+    let rdb = match rdb {
+        Ok(Ok(rdb)) => rdb,
+        Ok(Err(error)) => {
+            warn!("full sync: writing the snapshot failed: {error:#}");
+            return give_up(&registration);
+        }
+        Err(error) => {
+            warn!("full sync: the snapshot thread failed: {error}");
+            return give_up(&registration);
+        }
+    };
+    attached.state.store(state::SEND_BULK, Ordering::Relaxed);
+    let diskless = server.config.get_bool("repl-diskless-sync") && client.replconf.capa_eof;
+    let sent = if diskless {
+        let mark = crate::server::random_hex(40);
+        let head = format!("$EOF:{mark}\r\n");
+        write_parts(stream, &[head.as_bytes(), &rdb, mark.as_bytes()]).await
+    } else {
+        let head = format!("${}\r\n", rdb.len());
+        write_parts(stream, &[head.as_bytes(), &rdb]).await
+    };
+    if !sent {
+        return give_up(&registration);
+    }
+    server
+        .stats
+        .net_repl_output_bytes
+        .fetch_add(rdb.len() as u64, Ordering::Relaxed);
+    attached.state.store(state::ONLINE, Ordering::Relaxed);
+    info!(replica = %client.shared.addr, "synchronization with replica succeeded");
+    Some(registration)
+}
+
+async fn write_parts<S: AsyncWrite + Unpin>(stream: &mut S, parts: &[&[u8]]) -> bool {
+    for part in parts {
+        if stream.write_all(part).await.is_err() {
+            return false;
+        }
+    }
+    stream.flush().await.is_ok()
+}
+
+/// Copies the stream to the replica and reads its acknowledgements, until either side ends.
+async fn stream_to<S>(
+    server: &Server,
+    client: &Client,
+    stream: &mut S,
+    registration: &Registration,
+    attached: &Attached,
+    mut input: BytesMut,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let replication = &server.replication;
+    let feed = &server.persistence.feed;
+    let mut out = Vec::with_capacity(SEND_CHUNK);
+    let mut parser = RequestParser::new();
+    if !take_acks(server, &mut parser, &mut input, attached) {
+        return;
+    }
+    let interrupt = crate::net::interrupted(&client.shared, server);
+    tokio::pin!(interrupt);
+    let mut check = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        // What the feed holds for this replica goes out first.
+        loop {
+            out.clear();
+            match feed.read(registration.id, &mut out, SEND_CHUNK) {
+                Read::Dropped => {
+                    warn!(
+                        replica = %client.shared.addr,
+                        "replica fell behind past its output buffer limit; dropping it"
+                    );
+                    return;
+                }
+                Read::Bytes(0) => break,
+                Read::Bytes(n) => {
+                    server
+                        .stats
+                        .net_repl_output_bytes
+                        .fetch_add(n as u64, Ordering::Relaxed);
+                    if stream.write_all(&out).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        if input.capacity() - input.len() < 1024 {
+            input.reserve(4096);
+        }
+        tokio::select! {
+            biased;
+            _ = &mut interrupt => return,
+            _ = registration.wake.notified() => {}
+            read = stream.read_buf(&mut input) => {
+                match read {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {
+                        if !take_acks(server, &mut parser, &mut input, attached) {
+                            return;
+                        }
+                    }
+                }
+            }
+            _ = check.tick() => {
+                let timeout_ms = server.config.get_i64("repl-timeout").max(1) as u64 * 1000;
+                let silent = replication
+                    .now_ms()
+                    .saturating_sub(attached.ack_ms.load(Ordering::Relaxed));
+                if silent > timeout_ms {
+                    warn!(replica = %client.shared.addr, "replica timed out; disconnecting it");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Reads the replica's REPLCONF ACK lines (and ignores what else a replica may send, as
+/// Redis answers nothing to its replicas). False on input that is not RESP.
+fn take_acks(
+    server: &Server,
+    parser: &mut RequestParser,
+    input: &mut BytesMut,
+    attached: &Attached,
+) -> bool {
+    let replication = &server.replication;
+    let limits = RequestLimits::default();
+    let mut args = Vec::new();
+    loop {
+        match parser.parse(input, &limits, &mut args) {
+            Ok(true) => {}
+            Ok(false) => return true,
+            Err(_) => return false,
+        }
+        if args.len() >= 3
+            && args[0].eq_ignore_ascii_case(b"REPLCONF")
+            && args[1].eq_ignore_ascii_case(b"ACK")
+        {
+            if let Some(offset) = std::str::from_utf8(&args[2])
+                .ok()
+                .and_then(|text| text.parse::<u64>().ok())
+            {
+                attached.ack_offset.fetch_max(offset, Ordering::Relaxed);
+                attached
+                    .ack_ms
+                    .store(replication.now_ms(), Ordering::Relaxed);
+                replication.acked.notify_waiters();
+            }
+        }
+    }
+}
