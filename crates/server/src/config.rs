@@ -234,7 +234,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("aof-timestamp-enabled", None, 0, Kind::Bool, "no", Effect::Inert),
     opt("cluster-replica-no-failover", Some("cluster-slave-no-failover"), 0, Kind::Bool, "no", Effect::Inert),
     opt("replica-lazy-flush", Some("slave-lazy-flush"), 0, Kind::Bool, "no", Effect::Inert),
-    opt("replica-serve-stale-data", Some("slave-serve-stale-data"), 0, Kind::Bool, "yes", Effect::Inert),
+    opt("replica-serve-stale-data", Some("slave-serve-stale-data"), 0, Kind::Bool, "yes", Effect::Acts),
     opt("replica-read-only", Some("slave-read-only"), o::DEBUG, Kind::Bool, "yes", Effect::Acts),
     opt("replica-ignore-maxmemory", Some("slave-ignore-maxmemory"), 0, Kind::Bool, "yes", Effect::Inert),
     opt("jemalloc-bg-thread", None, 0, Kind::Bool, "yes", Effect::Acts),

@@ -428,6 +428,16 @@ fn dispatch(
         );
         return Outcome::Done;
     }
+    if !link
+        && !spec.has_flag(flag::STALE)
+        && server.replication.is_replica()
+        && stale_data_refused(server)
+    {
+        let message =
+            b"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+        reject(server, client, reply, Some(command), args, message);
+        return Outcome::Done;
+    }
     // A script holds the server (Redis reads no input then, until the busy threshold).
     if server.scripting.run.is_running()
         && !server.scripting.wait_out_short_script(SHORT_SCRIPT_SPIN)
@@ -605,6 +615,13 @@ pub fn restart_delay_error(left_ms: u64) -> String {
     format!(
         "RESTARTDELAY writes are refused for another {left_ms} ms: the server restarted after an unclean shutdown (restart-delay)"
     )
+}
+
+/// A replica whose link to its primary is down, with `replica-serve-stale-data no`.
+#[cold]
+fn stale_data_refused(server: &Server) -> bool {
+    server.replication.link.status.load(Ordering::Relaxed) != crate::replication::link::CONNECTED
+        && !server.config.get_bool("replica-serve-stale-data")
 }
 
 /// A replica with `replica-read-only` on refuses its own clients' writes.

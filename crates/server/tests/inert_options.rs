@@ -35,7 +35,7 @@ const INERT: &str = "
      repl-diskless-sync-delay repl-diskless-sync-max-replicas
        
      replica-ignore-disk-write-errors replica-ignore-maxmemory
-    replica-lazy-flush   replica-serve-stale-data
+    replica-lazy-flush  
     sanitize-dump-payload server_cpulist set-proc-title
     shutdown-on-sigint shutdown-on-sigterm shutdown-timeout socket-mark-id
     stop-writes-on-bgsave-error supervised syslog-enabled syslog-facility syslog-ident

@@ -874,3 +874,162 @@ fn replica_keeps_expired_keys_until_the_primarys_del() {
     let size: i64 = redis::cmd("DBSIZE").query(&mut p).unwrap();
     assert_eq!(size, 0);
 }
+
+/// A promoted replica keeps its old primary's history as `replid2`, so the old primary,
+/// told to follow it, continues with a partial resync (`+CONTINUE`) instead of a full one;
+/// a redis-server replica of the old primary follows the new one the same way.
+#[test]
+fn the_old_primary_rejoins_the_promoted_replica_with_a_partial_resync() {
+    let a_server = start_primary(latch(), &[]);
+    let mut a = connect(&a_server);
+    fill_every_type(&mut a);
+    let b_server = start_replica(latch(), &a_server, PRIMARY_ARGS);
+    let c_server = start_replica(Program::Redis, &a_server, &[]);
+    let mut b = connect(&b_server);
+    let mut c = connect(&c_server);
+    wait_link_up(&mut b);
+    wait_link_up(&mut c);
+    run(&mut a, &["SET", "last", "before-failover"]);
+    wait_offsets_equal(&mut a, &mut b);
+    wait_offsets_equal(&mut a, &mut c);
+
+    // Fail over by hand: B becomes the primary, A and C follow it.
+    run(&mut b, &["REPLICAOF", "NO", "ONE"]);
+    let full_before = info_int(&mut b, "stats", "sync_full");
+    let partial_before = info_int(&mut b, "stats", "sync_partial_ok");
+    let b_port = b_server.port.to_string();
+    run(&mut a, &["REPLICAOF", "127.0.0.1", &b_port]);
+    run(&mut c, &["REPLICAOF", "127.0.0.1", &b_port]);
+    wait_link_up(&mut a);
+    wait_link_up(&mut c);
+    run(&mut b, &["SET", "last", "after-failover"]);
+    wait_offsets_equal(&mut b, &mut a);
+    wait_offsets_equal(&mut b, &mut c);
+    assert_eq!(
+        info_int(&mut b, "stats", "sync_partial_ok"),
+        partial_before + 2,
+        "both followers continued"
+    );
+    assert_eq!(
+        info_int(&mut b, "stats", "sync_full"),
+        full_before,
+        "no full resync"
+    );
+    let b_id = info_field(&mut b, "replication", "master_replid");
+    assert_eq!(info_field(&mut a, "replication", "master_replid"), b_id);
+    assert_same_data(&mut b, &mut a, "the old primary after it rejoined");
+    assert_same_data(&mut b, &mut c, "the redis-server replica after the switch");
+}
+
+/// `redis-cli --rdb` takes a snapshot through the replication protocol (REPLCONF rdb-only,
+/// SYNC) that redis-server loads; `redis-cli --replica` prints the command stream.
+/// (With `REPLICATION_TESTS_ALL_REDIS=1` the second half fails: after a diskless transfer
+/// redis-server 7.0 holds the stream until the replica's first `REPLCONF ACK`, which
+/// redis-cli here never sends before the test gives up; Latch streams at once.)
+#[test]
+fn redis_cli_rdb_and_replica_modes() {
+    let primary_server = start_primary(latch(), &[]);
+    let mut p = connect(&primary_server);
+    fill_every_type(&mut p);
+    let expected = dump_all(&mut p);
+    let port = primary_server.port.to_string();
+    let dir = std::env::temp_dir().join(format!("latch-cli-rdb-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rdb = dir.join("dump.rdb");
+    let status = std::process::Command::new("redis-cli")
+        .args(["-p", &port, "--rdb", rdb.to_str().unwrap()])
+        .output()
+        .expect("redis-cli");
+    assert!(status.status.success(), "{status:?}");
+    let loaded = Server::start_in(Program::Redis, &dir, &["--dbfilename", "dump.rdb"]);
+    loaded.wait_for_pong();
+    let mut l = connect(&loaded);
+    assert_eq!(
+        dump_all(&mut l),
+        expected,
+        "redis-server loading redis-cli --rdb's file"
+    );
+    drop(loaded);
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let mut replica = std::process::Command::new("redis-cli")
+        .args(["-p", &port, "--replica"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-cli --replica");
+    let stdout = replica.stdout.take().unwrap();
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap_or(0) > 0 {
+            let _ = lines_tx.send(std::mem::take(&mut line));
+        }
+    });
+    wait_until(TIMEOUT, "redis-cli --replica attached", || {
+        let n = info_field(&mut p, "replication", "connected_slaves");
+        (n.as_deref() == Some("1"), n)
+    });
+    run(&mut p, &["SET", "streamed", "to-redis-cli"]);
+    let deadline = Instant::now() + TIMEOUT;
+    let mut seen = String::new();
+    while !seen.contains("\"SET\",\"streamed\",\"to-redis-cli\"") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines_rx.recv_timeout(left) {
+            Ok(line) => seen.push_str(&line),
+            Err(_) => {
+                let _ = replica.kill();
+                panic!(
+                    "redis-cli --replica did not print the SET; it printed:\n{seen}\nthe primary's log:\n{}",
+                    primary_server.log()
+                );
+            }
+        }
+    }
+    let _ = replica.kill();
+    let _ = replica.wait();
+}
+
+/// While the link to its primary is down, a replica with `replica-serve-stale-data no`
+/// answers MASTERDOWN to everything but the commands flagged `stale` (INFO, REPLICAOF...).
+#[test]
+fn a_replica_without_its_primary_refuses_stale_reads_when_told_to() {
+    // A port nothing listens on.
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let replica_server = Server::start(
+        latch(),
+        &[
+            "--replicaof",
+            "127.0.0.1",
+            &nobody,
+            "--replica-serve-stale-data",
+            "no",
+        ],
+    );
+    let mut r = connect(&replica_server);
+    let error = redis::cmd("GET")
+        .arg("k")
+        .query::<Value>(&mut r)
+        .unwrap_err();
+    assert_eq!(error.code(), Some("MASTERDOWN"), "{error}");
+    assert_eq!(
+        info_field(&mut r, "replication", "master_link_status").as_deref(),
+        Some("down")
+    );
+    run(
+        &mut r,
+        &["CONFIG", "SET", "replica-serve-stale-data", "yes"],
+    );
+    let value: Option<String> = redis::cmd("GET").arg("k").query(&mut r).unwrap();
+    assert_eq!(value, None);
+    run(&mut r, &["CONFIG", "SET", "replica-serve-stale-data", "no"]);
+    run(&mut r, &["REPLICAOF", "NO", "ONE"]);
+    let value: Option<String> = redis::cmd("GET").arg("k").query(&mut r).unwrap();
+    assert_eq!(value, None, "a primary serves its data");
+}
