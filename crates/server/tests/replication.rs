@@ -1033,3 +1033,87 @@ fn a_replica_without_its_primary_refuses_stale_reads_when_told_to() {
     let value: Option<String> = redis::cmd("GET").arg("k").query(&mut r).unwrap();
     assert_eq!(value, None, "a primary serves its data");
 }
+
+/// FAILOVER hands the primary's role to a caught-up replica without a full resync: the
+/// old primary follows the new one, and every write made before is on both.
+#[test]
+fn failover_hands_the_role_to_a_replica() {
+    let a_server = start_primary(latch(), &[]);
+    let mut a = connect(&a_server);
+    let error = redis::cmd("FAILOVER").query::<Value>(&mut a).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("FAILOVER requires connected replicas"),
+        "{error}"
+    );
+    let error = redis::cmd("FAILOVER")
+        .arg("ABORT")
+        .query::<Value>(&mut a)
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("No failover in progress"),
+        "{error}"
+    );
+    fill_every_type(&mut a);
+    let b_server = start_replica(latch(), &a_server, PRIMARY_ARGS);
+    let mut b = connect(&b_server);
+    wait_link_up(&mut b);
+    run(&mut a, &["SET", "last", "before-failover"]);
+    wait_offsets_equal(&mut a, &mut b);
+    let error = redis::cmd("FAILOVER")
+        .arg("TO")
+        .arg("127.0.0.1")
+        .arg(1)
+        .query::<Value>(&mut a)
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("FAILOVER target HOST and PORT is not a replica"),
+        "{error}"
+    );
+    let full_before = info_int(&mut b, "stats", "sync_full");
+    let b_port = b_server.port.to_string();
+    run(
+        &mut a,
+        &["FAILOVER", "TO", "127.0.0.1", &b_port, "TIMEOUT", "10000"],
+    );
+    wait_until(
+        TIMEOUT,
+        "the replica promoted and the primary following it",
+        || {
+            let a_role = info_field(&mut a, "replication", "role");
+            let b_role = info_field(&mut b, "replication", "role");
+            let link = info_field(&mut a, "replication", "master_link_status");
+            (
+                a_role.as_deref() == Some("slave")
+                    && b_role.as_deref() == Some("master")
+                    && link.as_deref() == Some("up"),
+                (a_role, b_role, link),
+            )
+        },
+    );
+    assert_eq!(
+        info_field(&mut a, "replication", "master_failover_state").as_deref(),
+        Some("no-failover")
+    );
+    assert_eq!(
+        info_field(&mut a, "replication", "master_port"),
+        Some(b_port.clone())
+    );
+    assert_eq!(
+        info_int(&mut b, "stats", "sync_full"),
+        full_before,
+        "no full resync"
+    );
+    run(&mut b, &["SET", "last", "after-failover"]);
+    wait_offsets_equal(&mut b, &mut a);
+    assert_same_data(&mut b, &mut a, "after the failover");
+    let error = redis::cmd("SET")
+        .arg("x")
+        .arg("1")
+        .query::<Value>(&mut a)
+        .unwrap_err();
+    assert_eq!(error.code(), Some("READONLY"), "{error}");
+}

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::{err, is, parse_i64, Ctx};
+use crate::replication::failover::Stage;
 use crate::replication::primary::SyncRequest;
 use crate::replication::{link, state, PrimaryAddr};
 use crate::spec::{acl, docflag, flag, Arg, CommandSpec, Group};
@@ -97,6 +98,31 @@ pub static COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::BASE
     },
     CommandSpec {
+        name: "failover",
+        group: Group::Server,
+        summary: "Hands this primary's role to one of its replicas without losing writes.",
+        since: "6.2.0",
+        complexity: "O(1)",
+        arity: -1,
+        flags: flag::ADMIN | flag::NOSCRIPT | flag::STALE,
+        arguments: &[
+            Arg::block(
+                "target",
+                &[
+                    Arg::string("host"),
+                    Arg::integer("port"),
+                    Arg::token("force", "FORCE").optional(),
+                ],
+            )
+            .with_token("TO")
+            .optional(),
+            Arg::token("abort", "ABORT").optional(),
+            Arg::integer("milliseconds").with_token("TIMEOUT").optional(),
+        ],
+        handler: Some(failover),
+        ..CommandSpec::BASE
+    },
+    CommandSpec {
         name: "role",
         group: Group::Server,
         summary: "Says whether this server is a primary or a replica, with its replication state.",
@@ -115,6 +141,11 @@ fn replicaof(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.error(b"ERR the server is shutting down");
         return;
     };
+    if ctx.server.replication.failover.lock().stage != Stage::None {
+        ctx.reply
+            .error(b"ERR REPLICAOF not allowed while failing over.");
+        return;
+    }
     if is(&args[1], "NO") && is(&args[2], "ONE") {
         crate::replication::replica::stop(&server);
         ctx.reply.ok();
@@ -210,6 +241,34 @@ fn refuse_sync(ctx: &mut Ctx<'_, '_>) -> bool {
 }
 
 fn psync(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    if ctx.client.shared.role.load(Ordering::Relaxed) == crate::client::role::REPLICA {
+        return;
+    }
+    if args.len() > 3 && is(&args[3], "FAILOVER") {
+        // Our primary hands its role over to us.
+        tracing::warn!(
+            "Failover request received for replid {}.",
+            String::from_utf8_lossy(&args[1])
+        );
+        if !ctx.server.replication.is_replica() {
+            ctx.reply
+                .error(b"ERR PSYNC FAILOVER can't be sent to a master.");
+            return;
+        }
+        if args[1][..] != *ctx.server.replication.ids().replid.as_bytes() {
+            ctx.reply
+                .error(b"ERR PSYNC FAILOVER replid must match my replid.");
+            return;
+        }
+        if let Some(server) = ctx.server.arc() {
+            crate::replication::replica::stop(&server);
+        }
+    }
+    if ctx.server.replication.failover.lock().stage != Stage::None {
+        ctx.reply
+            .error(b"NOMASTERLINK Can't SYNC while failing over");
+        return;
+    }
     if refuse_sync(ctx) {
         return;
     }
@@ -317,4 +376,98 @@ fn role(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
             }
         }
     }
+}
+
+fn failover(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let Some(server) = ctx.server.arc() else {
+        ctx.reply.error(b"ERR the server is shutting down");
+        return;
+    };
+    if args.len() == 2 && is(&args[1], "ABORT") {
+        if crate::replication::failover::abort(&server, "Failover manually aborted") {
+            ctx.reply.ok();
+        } else {
+            ctx.reply.error(b"ERR No failover in progress.");
+        }
+        return;
+    }
+    let mut timeout_ms = 0i64;
+    let mut force = false;
+    let mut target = None;
+    let mut at = 1;
+    while at < args.len() {
+        let arg = &args[at];
+        if is(arg, "TIMEOUT") && at + 1 < args.len() && timeout_ms == 0 {
+            let Some(ms) = parse_i64(&args[at + 1]) else {
+                ctx.reply.error(err::NOT_INTEGER);
+                return;
+            };
+            if ms <= 0 {
+                ctx.reply
+                    .error(b"ERR FAILOVER timeout must be greater than 0");
+                return;
+            }
+            timeout_ms = ms;
+            at += 2;
+        } else if is(arg, "TO") && at + 2 < args.len() && target.is_none() {
+            let Some(port) = parse_i64(&args[at + 2]) else {
+                ctx.reply.error(err::NOT_INTEGER);
+                return;
+            };
+            target = Some(PrimaryAddr {
+                host: String::from_utf8_lossy(&args[at + 1]).into_owned(),
+                port: port.clamp(0, 65535) as u16,
+            });
+            at += 3;
+        } else if is(arg, "FORCE") && !force {
+            force = true;
+            at += 1;
+        } else {
+            ctx.reply.error(err::SYNTAX);
+            return;
+        }
+    }
+    let replication = &ctx.server.replication;
+    if replication.failover.lock().stage != Stage::None {
+        ctx.reply.error(b"ERR FAILOVER already in progress.");
+        return;
+    }
+    if replication.is_replica() {
+        ctx.reply
+            .error(b"ERR FAILOVER is not valid when server is a replica.");
+        return;
+    }
+    let replicas = replication.attached.lock().clone();
+    if replicas.is_empty() {
+        ctx.reply
+            .error(b"ERR FAILOVER requires connected replicas.");
+        return;
+    }
+    if force && (timeout_ms == 0 || target.is_none()) {
+        ctx.reply.error(
+            b"ERR FAILOVER with force option requires both a timeout and target HOST and IP.",
+        );
+        return;
+    }
+    if let Some(target) = &target {
+        let found = replicas.iter().find(|replica| {
+            replica.ip == target.host
+                && replica.listening_port.load(Ordering::Relaxed) == target.port
+        });
+        match found {
+            None => {
+                ctx.reply
+                    .error(b"ERR FAILOVER target HOST and PORT is not a replica.");
+                return;
+            }
+            Some(replica) if replica.state.load(Ordering::Relaxed) != state::ONLINE => {
+                ctx.reply
+                    .error(b"ERR FAILOVER target replica is not online.");
+                return;
+            }
+            Some(_) => {}
+        }
+    }
+    crate::replication::failover::begin(&server, target, timeout_ms as u64, force);
+    ctx.reply.ok();
 }

@@ -10,6 +10,7 @@
 //! bytes; `replid2` and `second_repl_offset` remember the history this server followed
 //! before (a promoted replica), so replicas of the old primary can continue with it.
 
+pub mod failover;
 pub mod feed;
 pub mod primary;
 pub mod replica;
@@ -40,7 +41,8 @@ pub struct WaitRequest {
 pub async fn wait_for_acks(server: &Server, request: WaitRequest) -> u64 {
     let replication = &server.replication;
     let feed = &server.persistence.feed;
-    if feed.takes_commits() {
+    // Not while writes are paused (a FAILOVER waits for the offsets to meet).
+    if feed.takes_commits() && !server.pause.may_be_paused() {
         feed.append_command(&[
             bytes::Bytes::from_static(b"REPLCONF"),
             bytes::Bytes::from_static(b"GETACK"),
@@ -139,6 +141,8 @@ pub mod link {
 
 pub struct Replication {
     ids: Mutex<Ids>,
+    /// A FAILOVER under way (`failover.rs`).
+    pub failover: Mutex<failover::Failover>,
     pub attached: Mutex<Vec<Arc<Attached>>>,
     /// Set while this server replicates another.
     primary: Mutex<Option<PrimaryAddr>>,
@@ -171,6 +175,7 @@ impl Replication {
                 replid2: "0".repeat(40),
                 second_offset: -1,
             }),
+            failover: Mutex::new(failover::Failover::default()),
             attached: Mutex::new(Vec::new()),
             primary: Mutex::new(None),
             is_replica: AtomicBool::new(false),
@@ -405,7 +410,11 @@ pub fn info_section(server: &Server, out: &mut String) {
     let ids = replication.ids();
     let active = feed.is_active();
     let (first, histlen) = if active { feed.backlog_range() } else { (0, 0) };
-    field(out, "master_failover_state", "no-failover");
+    field(
+        out,
+        "master_failover_state",
+        replication.failover.lock().stage.name(),
+    );
     field(out, "master_replid", &ids.replid);
     field(out, "master_replid2", &ids.replid2);
     field(out, "master_repl_offset", feed.end());
@@ -441,6 +450,7 @@ pub async fn cron(server: Arc<Server>) {
         let period = server.config.get_i64("repl-ping-replica-period").max(1);
         if since_ping >= period
             && feed.takes_commits()
+            && !server.pause.may_be_paused()
             && !server.replication.attached.lock().is_empty()
         {
             since_ping = 0;

@@ -220,13 +220,22 @@ async fn sync_and_stream(
     } else {
         ("?".to_string(), "-1".to_string())
     };
-    let reply = conn
-        .command(
-            server,
-            &[b"PSYNC", psync_id.as_bytes(), psync_offset.as_bytes()],
-        )
-        .await?;
+    let handing_over = super::failover::in_progress_to(server, primary);
+    let mut psync: Vec<&[u8]> = vec![b"PSYNC", psync_id.as_bytes(), psync_offset.as_bytes()];
+    if handing_over {
+        // This server is failing over to its replica: the replica takes over on this.
+        psync.push(b"FAILOVER");
+    }
+    let reply = conn.command(server, &psync).await?;
     let reply = skip_newlines(server, &mut conn, reply).await?;
+    if handing_over {
+        if reply.starts_with("+FULLRESYNC") || reply.starts_with("+CONTINUE") {
+            super::failover::finished(server);
+        } else {
+            super::failover::abort(server, "Failover target rejected psync request");
+            bail!("the failover target refused PSYNC: {reply}");
+        }
+    }
     if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
         let mut parts = rest.split(' ');
         let (Some(replid), Some(offset)) = (parts.next(), parts.next()) else {
