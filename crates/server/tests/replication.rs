@@ -1117,3 +1117,36 @@ fn failover_hands_the_role_to_a_replica() {
         .unwrap_err();
     assert_eq!(error.code(), Some("READONLY"), "{error}");
 }
+
+/// `min-replicas-to-write`: writes get NOREPLICAS until enough replicas acknowledged within
+/// `min-replicas-max-lag` seconds; INFO counts the good ones.
+#[test]
+fn min_replicas_to_write_counts_acknowledging_replicas() {
+    let primary_server = start_primary(
+        latch(),
+        &["--min-replicas-to-write", "1", "--min-replicas-max-lag", "10"],
+    );
+    let mut p = connect(&primary_server);
+    let error = redis::cmd("SET").arg("k").arg("v").query::<Value>(&mut p).unwrap_err();
+    assert_eq!(error.code(), Some("NOREPLICAS"), "{error}");
+    assert_eq!(
+        info_field(&mut p, "replication", "min_slaves_good_slaves").as_deref(),
+        Some("0")
+    );
+    let replica_server = start_replica(latch(), &primary_server, &[]);
+    let mut r = connect(&replica_server);
+    wait_link_up(&mut r);
+    wait_until(TIMEOUT, "one good replica", || {
+        let n = info_field(&mut p, "replication", "min_slaves_good_slaves");
+        (n.as_deref() == Some("1"), n)
+    });
+    run(&mut p, &["SET", "k", "v"]);
+    drop(r);
+    drop(replica_server);
+    wait_until(TIMEOUT, "no good replica once it is gone", || {
+        let n = info_field(&mut p, "replication", "min_slaves_good_slaves");
+        (n.as_deref() == Some("0"), n)
+    });
+    let error = redis::cmd("SET").arg("k").arg("w").query::<Value>(&mut p).unwrap_err();
+    assert_eq!(error.code(), Some("NOREPLICAS"), "{error}");
+}
