@@ -1124,10 +1124,19 @@ fn failover_hands_the_role_to_a_replica() {
 fn min_replicas_to_write_counts_acknowledging_replicas() {
     let primary_server = start_primary(
         latch(),
-        &["--min-replicas-to-write", "1", "--min-replicas-max-lag", "10"],
+        &[
+            "--min-replicas-to-write",
+            "1",
+            "--min-replicas-max-lag",
+            "10",
+        ],
     );
     let mut p = connect(&primary_server);
-    let error = redis::cmd("SET").arg("k").arg("v").query::<Value>(&mut p).unwrap_err();
+    let error = redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query::<Value>(&mut p)
+        .unwrap_err();
     assert_eq!(error.code(), Some("NOREPLICAS"), "{error}");
     assert_eq!(
         info_field(&mut p, "replication", "min_slaves_good_slaves").as_deref(),
@@ -1147,6 +1156,76 @@ fn min_replicas_to_write_counts_acknowledging_replicas() {
         let n = info_field(&mut p, "replication", "min_slaves_good_slaves");
         (n.as_deref() == Some("0"), n)
     });
-    let error = redis::cmd("SET").arg("k").arg("w").query::<Value>(&mut p).unwrap_err();
+    let error = redis::cmd("SET")
+        .arg("k")
+        .arg("w")
+        .query::<Value>(&mut p)
+        .unwrap_err();
     assert_eq!(error.code(), Some("NOREPLICAS"), "{error}");
+}
+
+/// A full sync while clients keep writing: the snapshot and the stream after it meet
+/// exactly, whichever framing (`$EOF:` diskless or `$<length>`) and replica. (A diskless
+/// snapshot followed at once by the stream once left replicas reading "the snapshot"
+/// forever: the end mark was not the last bytes they read.)
+#[test]
+fn full_sync_under_writes() {
+    for (diskless, replica_program) in [
+        ("yes", Program::Redis),
+        ("yes", latch()),
+        ("no", Program::Redis),
+        ("no", latch()),
+    ] {
+        let primary_server = start_primary(latch(), &["--repl-diskless-sync", diskless]);
+        let mut p = connect(&primary_server);
+        for batch in 0..20 {
+            let mut pipe = redis::pipe();
+            for i in 0..1000 {
+                pipe.cmd("SET")
+                    .arg(format!("seed:{batch}:{i}"))
+                    .arg("x".repeat(64))
+                    .ignore();
+            }
+            pipe.query::<()>(&mut p).unwrap();
+        }
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let stop = std::sync::Arc::clone(&stop);
+            let mut w = connect(&primary_server);
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    run(
+                        &mut w,
+                        &["SET", &format!("live:{}", n % 5000), &n.to_string()],
+                    );
+                    run(&mut w, &["INCR", "counter"]);
+                    n += 1;
+                }
+                n
+            })
+        };
+        let replica_server = start_replica(replica_program, &primary_server, &[]);
+        let mut r = connect(&replica_server);
+        wait_link_up(&mut r);
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let written = writer.join().unwrap();
+        assert!(written > 0);
+        wait_offsets_equal(&mut p, &mut r);
+        let sizes: (i64, i64) = (
+            redis::cmd("DBSIZE").query(&mut p).unwrap(),
+            redis::cmd("DBSIZE").query(&mut r).unwrap(),
+        );
+        assert_eq!(
+            sizes.0, sizes.1,
+            "diskless {diskless}: DBSIZE primary, replica"
+        );
+        let counters: (i64, i64) = (
+            redis::cmd("GET").arg("counter").query(&mut p).unwrap(),
+            redis::cmd("GET").arg("counter").query(&mut r).unwrap(),
+        );
+        assert_eq!(counters.0, counters.1, "diskless {diskless}: the counter");
+        assert_eq!(counters.0 as u64, written, "every INCR counted");
+    }
 }

@@ -92,7 +92,7 @@ pub async fn serve<S>(
             );
             if stream.write_all(line.as_bytes()).await.is_ok() {
                 attached.state.store(state::ONLINE, Ordering::Relaxed);
-                Some(registration)
+                Some((registration, true))
             } else {
                 server.persistence.feed.unregister(registration.id);
                 None
@@ -107,11 +107,16 @@ pub async fn serve<S>(
             full_sync(server, client, stream, &request, &attached).await
         }
     };
-    if let Some(registration) = registration {
+    if let Some((registration, streaming)) = registration {
         attached
             .ack_ms
             .store(replication.now_ms(), Ordering::Relaxed);
-        stream_to(server, client, stream, &registration, &attached, input).await;
+        let place = Place {
+            registration: &registration,
+            attached: &attached,
+            streaming,
+        };
+        stream_to(server, client, stream, place, input).await;
         server.persistence.feed.unregister(registration.id);
     }
     replication
@@ -143,14 +148,17 @@ fn partial(server: &Server, client: &Client, request: &SyncRequest) -> Option<Re
         .register_from(client.id, *offset as u64, hard)
 }
 
-/// A full sync: the cut, `+FULLRESYNC`, the RDB. Returns the replica's place in the stream.
+/// A full sync: the cut, `+FULLRESYNC`, the RDB. Returns the replica's place in the stream,
+/// and whether the stream may follow at once: after an `$EOF:` snapshot it waits for the
+/// replica's first ACK, as Redis' primary does, because the replica finds the snapshot's
+/// end by the mark being the last bytes it read.
 async fn full_sync<S>(
     server: &Arc<Server>,
     client: &Client,
     stream: &mut S,
     request: &SyncRequest,
     attached: &Attached,
-) -> Option<Registration>
+) -> Option<(Registration, bool)>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -245,7 +253,14 @@ where
         .fetch_add(rdb.len() as u64, Ordering::Relaxed);
     attached.state.store(state::ONLINE, Ordering::Relaxed);
     info!(replica = %client.shared.addr, "synchronization with replica succeeded");
-    Some(registration)
+    Some((registration, !diskless))
+}
+
+/// A replica's place in the stream, and whether the stream flows to it yet.
+struct Place<'a> {
+    registration: &'a Registration,
+    attached: &'a Attached,
+    streaming: bool,
 }
 
 /// Writes a snapshot in pieces of [`SEND_CHUNK`], letting the worker's other connections
@@ -269,25 +284,30 @@ async fn stream_to<S>(
     server: &Server,
     client: &Client,
     stream: &mut S,
-    registration: &Registration,
-    attached: &Attached,
+    place: Place<'_>,
     mut input: BytesMut,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let Place {
+        registration,
+        attached,
+        mut streaming,
+    } = place;
     let replication = &server.replication;
     let feed = &server.persistence.feed;
     let mut out = Vec::with_capacity(SEND_CHUNK);
     let mut parser = RequestParser::new();
-    if !take_acks(server, &mut parser, &mut input, attached) {
-        return;
+    match take_acks(server, &mut parser, &mut input, attached) {
+        None => return,
+        Some(acked) => streaming |= acked,
     }
     let interrupt = crate::net::interrupted(&client.shared, server);
     tokio::pin!(interrupt);
     let mut check = tokio::time::interval(Duration::from_secs(1));
     loop {
         // What the feed holds for this replica goes out first.
-        loop {
+        while streaming {
             out.clear();
             match feed.read(registration.id, &mut out, SEND_CHUNK) {
                 Read::Dropped => {
@@ -315,15 +335,14 @@ async fn stream_to<S>(
         tokio::select! {
             biased;
             _ = &mut interrupt => return,
-            _ = registration.wake.notified() => {}
+            _ = registration.wake.notified(), if streaming => {}
             read = stream.read_buf(&mut input) => {
                 match read {
                     Ok(0) | Err(_) => return,
-                    Ok(_) => {
-                        if !take_acks(server, &mut parser, &mut input, attached) {
-                            return;
-                        }
-                    }
+                    Ok(_) => match take_acks(server, &mut parser, &mut input, attached) {
+                        None => return,
+                        Some(acked) => streaming |= acked,
+                    },
                 }
             }
             _ = check.tick() => {
@@ -341,21 +360,23 @@ async fn stream_to<S>(
 }
 
 /// Reads the replica's REPLCONF ACK lines (and ignores what else a replica may send, as
-/// Redis answers nothing to its replicas). False on input that is not RESP.
+/// Redis answers nothing to its replicas). Whether an ACK came; `None` on input that is not
+/// RESP.
 fn take_acks(
     server: &Server,
     parser: &mut RequestParser,
     input: &mut BytesMut,
     attached: &Attached,
-) -> bool {
+) -> Option<bool> {
     let replication = &server.replication;
     let limits = RequestLimits::default();
     let mut args = Vec::new();
+    let mut acked = false;
     loop {
         match parser.parse(input, &limits, &mut args) {
             Ok(true) => {}
-            Ok(false) => return true,
-            Err(_) => return false,
+            Ok(false) => return Some(acked),
+            Err(_) => return None,
         }
         if args.len() >= 3
             && args[0].eq_ignore_ascii_case(b"REPLCONF")
@@ -365,6 +386,7 @@ fn take_acks(
                 .ok()
                 .and_then(|text| text.parse::<u64>().ok())
             {
+                acked = true;
                 attached.ack_offset.fetch_max(offset, Ordering::Relaxed);
                 attached
                     .ack_ms

@@ -346,13 +346,16 @@ async fn full_sync(
             bail!("bad EOF mark from the primary");
         }
         replication.link.transfer_size.store(-1, Ordering::Relaxed);
+        // The mark ends the snapshot; whatever follows it is the stream (Redis' primary
+        // waits for an ACK before it streams, but a primary need not).
+        let mut searched = 0;
         loop {
-            if conn.input.len() >= mark.len() && conn.input.ends_with(&mark) {
-                let len = conn.input.len() - mark.len();
-                let mut data = conn.input.split();
-                data.truncate(len);
+            if let Some(at) = find(&conn.input[searched..], &mark) {
+                let data = conn.input.split_to(searched + at);
+                let _ = conn.input.split_to(mark.len());
                 break data;
             }
+            searched = conn.input.len().saturating_sub(mark.len() - 1);
             conn.fill(server).await?;
             replication
                 .link
@@ -552,4 +555,11 @@ async fn run(
         crate::net::await_woken(std::mem::take(&mut client.woken), None).await;
     }
     client.propagated.clear();
+}
+
+/// Where `needle` first occurs in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|window| window == needle)
 }
