@@ -307,24 +307,26 @@ async fn stream_to<S>(
     let mut check = tokio::time::interval(Duration::from_secs(1));
     loop {
         // What the feed holds for this replica goes out first.
-        while streaming {
-            out.clear();
-            match feed.read(registration.id, &mut out, SEND_CHUNK) {
-                Read::Dropped => {
-                    warn!(
-                        replica = %client.shared.addr,
-                        "replica fell behind past its output buffer limit; dropping it"
-                    );
-                    return;
-                }
-                Read::Bytes(0) => break,
-                Read::Bytes(n) => {
-                    server
-                        .stats
-                        .net_repl_output_bytes
-                        .fetch_add(n as u64, Ordering::Relaxed);
-                    if stream.write_all(&out).await.is_err() {
+        if streaming {
+            loop {
+                out.clear();
+                match feed.read(registration.id, &mut out, SEND_CHUNK) {
+                    Read::Dropped => {
+                        warn!(
+                            replica = %client.shared.addr,
+                            "replica fell behind past its output buffer limit; dropping it"
+                        );
                         return;
+                    }
+                    Read::Bytes(0) => break,
+                    Read::Bytes(n) => {
+                        server
+                            .stats
+                            .net_repl_output_bytes
+                            .fetch_add(n as u64, Ordering::Relaxed);
+                        if stream.write_all(&out).await.is_err() {
+                            return;
+                        }
                     }
                 }
             }
