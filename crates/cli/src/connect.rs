@@ -141,6 +141,21 @@ impl ConnectOpts {
         };
         format!("redis://{auth}{host}:{}{db}", self.port)
     }
+
+    /// A Redis Sentinel service as a `redis+sentinel://` URL, for the lock commands: the
+    /// sentinels (`host:port` each), the service, and -a / -n for the primary.
+    pub fn sentinel_url(&self, sentinels: &[String], service: &str) -> String {
+        let auth = match &self.password {
+            Some(password) => format!(":{}@", percent_encode(password)),
+            None => String::new(),
+        };
+        let db = self.db.map(|db| format!("/{db}")).unwrap_or_default();
+        format!(
+            "redis+sentinel://{auth}{}/{}{db}",
+            sentinels.join(","),
+            percent_encode(service)
+        )
+    }
 }
 
 /// Decodes `%HH` escapes (a malformed escape stays as it is).
@@ -231,5 +246,21 @@ mod tests {
         assert_eq!(o.redis_url(), "redis://:p%40ss%20word@[::1]:6379/3");
         o.url = Some("redis://example:7000/1".into());
         assert_eq!(o.redis_url(), "redis://example:7000/1");
+    }
+
+    #[test]
+    fn sentinel_url_from_parts() {
+        let sentinels = ["10.0.0.1:26379".to_string(), "[::1]:26380".to_string()];
+        assert_eq!(
+            opts().sentinel_url(&sentinels, "mymaster"),
+            "redis+sentinel://10.0.0.1:26379,[::1]:26380/mymaster"
+        );
+        let mut o = opts();
+        o.password = Some("p@ss".into());
+        o.db = Some(2);
+        assert_eq!(
+            o.sentinel_url(&sentinels[..1], "my master"),
+            "redis+sentinel://:p%40ss@10.0.0.1:26379/my%20master/2"
+        );
     }
 }

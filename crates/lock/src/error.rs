@@ -40,6 +40,16 @@ pub enum LockError {
     #[error("server {server} is unreachable: {detail}")]
     Unreachable { server: String, detail: String },
 
+    /// The server granted or renewed the lock, but fewer of its replicas than
+    /// [`crate::LockOptions::wait_replicas`] asks for acknowledged the write in time (`WAIT`),
+    /// so it does not count (a grant is released again).
+    #[error("server {server}: {acked} of {needed} replicas acknowledged the write in time")]
+    NotReplicated {
+        server: String,
+        acked: u32,
+        needed: u32,
+    },
+
     /// Too few servers answered for a majority (Redlock), or the answers came too late to
     /// leave any validity.
     #[error("lock {name:?}: no quorum ({granted} of {needed} needed servers granted it, {failed} failed to answer)")]
@@ -61,12 +71,14 @@ pub enum LockError {
 }
 
 impl LockError {
-    /// Whether trying again later may succeed (the lock was taken or servers were down).
+    /// Whether trying again later may succeed (the lock was taken, servers were down, or
+    /// replicas were slow).
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
             LockError::NotAcquired { .. }
                 | LockError::Unreachable { .. }
+                | LockError::NotReplicated { .. }
                 | LockError::QuorumFailed { .. }
         )
     }

@@ -84,7 +84,7 @@ impl LegacyLock {
             .query::<(T,)>(&pipeline, self.call_timeout)
             .await
             .map(|(value,)| value)
-            .map_err(|failure: NodeFailure| failure.into_error(&self.node.name))
+            .map_err(|failure: NodeFailure| failure.into_error(&self.node.name()))
     }
 
     /// One pass of steps 1 to 3.

@@ -9,7 +9,21 @@
 //!   ([`LockGuard::ensure_held`], [`LockGuard::lost`]), releases on drop.
 //! - [`LegacyLock`] (`legacy.rs`): the old SETNX/GETSET timestamp lock, for interoperating
 //!   with old clients only; its documentation says what it cannot guarantee.
-//! - `node.rs`: one server's connection, with a timeout on every call.
+//! - `node.rs`: one server's connection, with a timeout on every call; `sentinel.rs`: a server
+//!   given as a Redis Sentinel service (`redis+sentinel://`), whose primary the sentinels
+//!   name, and which follows a failover.
+//!
+//! # Replication and failover
+//!
+//! Replication is asynchronous: a primary that grants a lock and dies before any replica got
+//! the write loses that grant when a replica takes over, and the lock can then be granted a
+//! second time while its first holder still runs. [`LockOptions::wait_replicas`] makes a
+//! grant (and a renewal) count only once that many replicas acknowledged it (`WAIT`). The
+//! fencing tokens keep growing across a failover either way: the counter is replicated, and
+//! where the promoted replica missed the last increments, the floor of the server's clock
+//! (below) is past them, as long as the servers' clocks agree to within the time a failover
+//! takes. The later of two holders of a double grant thus has the larger token, and a fenced
+//! resource refuses the earlier one's writes once the later one wrote.
 //!
 //! # Fencing tokens
 //!
@@ -51,6 +65,7 @@ mod locker;
 mod node;
 mod options;
 mod scripts;
+mod sentinel;
 mod token;
 
 pub use error::{LockError, LostReason};
@@ -58,6 +73,7 @@ pub use guard::{LockGuard, LockState};
 pub use legacy::{Attempt, LegacyLease, LegacyLock};
 pub use locker::{validity, Lease, Locker, NodeStatus};
 pub use options::LockOptions;
+pub use sentinel::SENTINEL_SCHEME;
 pub use token::random_token;
 
 /// The key of a lock's fencing counter: `{name}:fence`. The braces make it a Redis Cluster

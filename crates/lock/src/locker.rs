@@ -69,7 +69,11 @@ enum Answer {
 
 impl Locker {
     /// A locker over the servers at `urls` (`redis://host:port/db`). One URL: a plain lock;
-    /// several: Redlock, where a majority must agree.
+    /// several: Redlock, where a majority must agree. A server may also be the primary of a
+    /// Redis Sentinel service,
+    /// `redis+sentinel://[user:password@]host:port[,host:port...]/SERVICE[/db]` (the
+    /// sentinels, default port 26379): each new connection goes to the primary the sentinels
+    /// name, and a failure or a demoted primary (`-READONLY`) makes the next call ask again.
     pub fn new<S: AsRef<str>>(urls: &[S]) -> Result<Locker, LockError> {
         Locker::with_options(urls, LockOptions::default())
     }
@@ -157,15 +161,18 @@ impl Locker {
         let fence = fence_key(name);
         let ttl_ms = options.ttl.as_millis().to_string();
         let timeout = options.node_timeout();
+        let wait = options.replica_wait();
         let started = Instant::now();
 
         let answers = join_all(inner.nodes.iter().map(|node| async {
             let reply: Result<(i64, i64), NodeFailure> = node
-                .run(
+                .run_replicated(
                     &scripts::ACQUIRE,
                     &[name, &fence],
                     &[&token, &ttl_ms],
                     timeout,
+                    wait,
+                    |(granted, _)| *granted == 1,
                 )
                 .await;
             reply.map(|(granted, value)| {
@@ -212,7 +219,7 @@ impl Locker {
         }
 
         // Not held: undo every partial grant, including on servers that did not answer in time
-        // (they may have set the key after all).
+        // (they may have set the key after all) and grants too few replicas acknowledged.
         self.release_token(name, &token).await;
 
         if let Some(error) = protocol_error(inner, &mut failures) {
@@ -220,7 +227,7 @@ impl Locker {
         }
         if inner.nodes.len() == 1 {
             if let Some((index, failure)) = failures.pop() {
-                return Err(failure.into_error(&inner.nodes[index].name));
+                return Err(failure.into_error(&inner.nodes[index].name()));
             }
         }
         // Taken on so many servers that no majority was possible: someone else holds it.
@@ -250,17 +257,20 @@ impl Locker {
     ) -> usize {
         let inner = &self.inner;
         let timeout = inner.options.node_timeout();
+        let wait = inner.options.replica_wait();
         let value = fencing_token.to_string();
         let confirmations = join_all(granted.iter().map(|(index, _)| {
             let node = &inner.nodes[*index];
             let value = &value;
             async move {
                 let reply: Result<i64, NodeFailure> = node
-                    .run(
+                    .run_replicated(
                         &scripts::RAISE_FENCE,
                         &[name, fence],
                         &[token, value],
                         timeout,
+                        wait,
+                        |raised| *raised == 1,
                     )
                     .await;
                 matches!(reply, Ok(1))
@@ -281,6 +291,7 @@ impl Locker {
         let inner = &self.inner;
         let options = &inner.options;
         let timeout = options.node_timeout();
+        let wait = options.replica_wait();
         let ttl_ms = ttl.as_millis().max(1).to_string();
         let started = Instant::now();
         if started >= lease.valid_until {
@@ -294,8 +305,15 @@ impl Locker {
         let answers = join_all(inner.nodes.iter().map(|node| {
             let ttl_ms = &ttl_ms;
             async move {
-                node.run::<i64>(&scripts::EXTEND, &[name], &[token, ttl_ms], timeout)
-                    .await
+                node.run_replicated::<i64>(
+                    &scripts::EXTEND,
+                    &[name],
+                    &[token, ttl_ms],
+                    timeout,
+                    wait,
+                    |extended| *extended == 1,
+                )
+                .await
             }
         }))
         .await;
@@ -328,7 +346,7 @@ impl Locker {
         }
         if inner.nodes.len() == 1 {
             if let Some((index, failure)) = failures.pop() {
-                return Err(failure.into_error(&inner.nodes[index].name));
+                return Err(failure.into_error(&inner.nodes[index].name()));
             }
         }
         Err(LockError::QuorumFailed {
@@ -413,21 +431,19 @@ impl Locker {
                 node.query(pipeline, timeout).await;
             match reply {
                 Ok((holder, pttl, fencing_token)) => NodeStatus {
-                    server: node.name.clone(),
+                    server: node.name(),
                     ttl_ms: holder.as_ref().map(|_| pttl),
                     holder,
                     fencing_token: fencing_token.and_then(|f| f.parse().ok()),
                     error: None,
                 },
-                Err(NodeFailure::Unreachable(detail) | NodeFailure::Protocol(detail)) => {
-                    NodeStatus {
-                        server: node.name.clone(),
-                        holder: None,
-                        ttl_ms: None,
-                        fencing_token: None,
-                        error: Some(detail),
-                    }
-                }
+                Err(failure) => NodeStatus {
+                    server: node.name(),
+                    holder: None,
+                    ttl_ms: None,
+                    fencing_token: None,
+                    error: Some(failure.detail()),
+                },
             }
         }))
         .await
@@ -450,7 +466,7 @@ fn protocol_error(inner: &Inner, failures: &mut Vec<(usize, NodeFailure)>) -> Op
         .iter()
         .position(|(_, failure)| matches!(failure, NodeFailure::Protocol(_)))?;
     let (index, failure) = failures.swap_remove(position);
-    Some(failure.into_error(&inner.nodes[index].name))
+    Some(failure.into_error(&inner.nodes[index].name()))
 }
 
 #[cfg(test)]

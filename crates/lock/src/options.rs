@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::error::LockError;
+use crate::node::ReplicaWait;
 
 /// Options of a [`crate::Locker`]. `LockOptions::new(ttl)` gives the defaults with that TTL.
 #[derive(Clone, Debug)]
@@ -25,6 +26,15 @@ pub struct LockOptions {
     /// How long to wait for each server's answer. Default: a tenth of the TTL, at most 250 ms
     /// (Redlock wants it small against the TTL, so a dead server costs little validity).
     pub node_timeout: Option<Duration>,
+    /// How many replicas of each server must acknowledge a grant or a renewal (`WAIT
+    /// replicas timeout` on the same connection) before it counts; 0 (the default) waits for
+    /// none. A grant that too few acknowledged is released again and the round fails
+    /// ([`crate::LockError::NotReplicated`], which is retryable); a renewal that too few
+    /// acknowledged does not extend the lease. See [`LockOptions::wait_replicas`].
+    pub wait_replicas: u32,
+    /// How long `WAIT` may take (it counts against the lease's validity like any other
+    /// delay). Default 500 ms.
+    pub wait_replicas_timeout: Duration,
 }
 
 impl Default for LockOptions {
@@ -44,6 +54,8 @@ impl LockOptions {
             renew: true,
             max_hold: None,
             node_timeout: None,
+            wait_replicas: 0,
+            wait_replicas_timeout: Duration::from_millis(500),
         }
     }
 
@@ -63,6 +75,29 @@ impl LockOptions {
     pub fn no_renewal(mut self) -> Self {
         self.renew = false;
         self
+    }
+
+    /// A grant or renewal counts only once `replicas` replicas of the server acknowledged it,
+    /// waiting up to `timeout` (`WAIT`). Replication is asynchronous: without this, a primary
+    /// that dies before its replicas got a grant loses it in the failover (Redis Sentinel),
+    /// and the lock can be granted a second time while its first holder still runs.
+    ///
+    /// What it does not do: choose the replica the failover promotes. Sentinel takes the
+    /// lowest `replica-priority`, then the largest replication offset; a replica at least as
+    /// far along as one that acknowledged has the write, so the grant survives as long as one
+    /// replica that acknowledged it is still a candidate of the best priority. It does not
+    /// survive losing the primary and those replicas together.
+    pub fn wait_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.wait_replicas = replicas;
+        self.wait_replicas_timeout = timeout;
+        self
+    }
+
+    pub(crate) fn replica_wait(&self) -> Option<ReplicaWait> {
+        (self.wait_replicas > 0).then_some(ReplicaWait {
+            replicas: self.wait_replicas,
+            timeout: self.wait_replicas_timeout,
+        })
     }
 
     /// Per-server timeout.
@@ -86,6 +121,15 @@ impl LockOptions {
             return Err(LockError::InvalidArgument(
                 "retry delays must be positive, and the largest at least the first".into(),
             ));
+        }
+        if self.wait_replicas > 0
+            && (self.wait_replicas_timeout < Duration::from_millis(1)
+                || self.wait_replicas_timeout >= self.ttl)
+        {
+            return Err(LockError::InvalidArgument(format!(
+                "the timeout for replicas ({:?}) must be at least 1 ms and shorter than the ttl ({:?})",
+                self.wait_replicas_timeout, self.ttl
+            )));
         }
         Ok(())
     }

@@ -3,7 +3,8 @@
 //! [`Server::latch`] starts the workspace's own `latch-server` (built on first use with the
 //! same `cargo` that runs the tests, so it is never stale), [`Server::redis`] Debian's
 //! `redis-server`. Each runs on a free port in a scratch directory, and can be killed,
-//! paused (SIGSTOP) and restarted on the same port over the same files.
+//! paused (SIGSTOP) and restarted on the same port over the same files. [`Sentinel`] starts
+//! Debian's `redis-server --sentinel` watching a primary.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -289,6 +290,134 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
         if self.owns_dir {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// A Redis Sentinel (`redis-server <dir>/sentinel.conf --sentinel`, Debian's) watching the
+/// service [`Sentinel::SERVICE`] on 127.0.0.1, in a scratch directory of its own (it rewrites
+/// its `sentinel.conf`; its log is `sentinel.log`). Quorum 2, `down-after-milliseconds 1000`,
+/// `failover-timeout 5000`. Dropping it kills it (SIGKILL to its own pid) and removes the
+/// directory (kept when the thread is panicking, for the log).
+pub struct Sentinel {
+    pub port: u16,
+    pub dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Sentinel {
+    /// The service name the sentinels monitor.
+    pub const SERVICE: &'static str = "mymaster";
+
+    /// Starts a sentinel watching the primary on `primary_port`.
+    pub fn start(primary_port: u16) -> Sentinel {
+        let mut last_log = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let dir = scratch_dir(port);
+            let conf = dir.join("sentinel.conf");
+            std::fs::write(
+                &conf,
+                format!(
+                    "port {port}\n\
+                     bind 127.0.0.1\n\
+                     dir \"{dir}\"\n\
+                     sentinel monitor {service} 127.0.0.1 {primary_port} 2\n\
+                     sentinel down-after-milliseconds {service} 1000\n\
+                     sentinel failover-timeout {service} 5000\n\
+                     sentinel parallel-syncs {service} 1\n",
+                    dir = dir.display(),
+                    service = Sentinel::SERVICE,
+                ),
+            )
+            .expect("write sentinel.conf");
+            let log = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join("sentinel.log"))
+                .expect("sentinel log");
+            let mut child = Command::new(redis_server_bin())
+                .current_dir(&dir)
+                .arg(&conf)
+                .arg("--sentinel")
+                .stdin(Stdio::null())
+                .stdout(
+                    log.try_clone()
+                        .map(Stdio::from)
+                        .unwrap_or_else(|_| Stdio::null()),
+                )
+                .stderr(Stdio::from(log))
+                .spawn()
+                .expect("spawn redis-server --sentinel");
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                if listens_on(child.id(), port) && TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Sentinel {
+                        port,
+                        dir,
+                        child: Some(child),
+                    };
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            last_log = std::fs::read_to_string(dir.join("sentinel.log")).unwrap_or_default();
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        panic!("sentinel did not start; last log:\n{last_log}");
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The sentinel's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("sentinel.log")).unwrap_or_default()
+    }
+
+    /// The port of the primary this sentinel names now (`SENTINEL get-master-addr-by-name`),
+    /// or None when it cannot be asked.
+    pub fn primary_port(&self) -> Option<u16> {
+        let mut conn = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        conn.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        let service = Sentinel::SERVICE;
+        let request = format!(
+            "*3\r\n$8\r\nSENTINEL\r\n$23\r\nget-master-addr-by-name\r\n${}\r\n{service}\r\n",
+            service.len()
+        );
+        conn.write_all(request.as_bytes()).ok()?;
+        // *2 $<n> host $<n> port: read until the fifth line.
+        let mut reply = Vec::new();
+        let mut byte = [0u8; 1];
+        while reply.iter().filter(|b| **b == b'\n').count() < 5 {
+            if conn.read(&mut byte).ok()? == 0 {
+                return None;
+            }
+            reply.push(byte[0]);
+            if reply.starts_with(b"*-1") || reply.starts_with(b"-") {
+                return None;
+            }
+        }
+        let text = String::from_utf8_lossy(&reply);
+        text.lines().nth(4)?.trim().parse().ok()
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // Child::kill is SIGKILL to this child's own pid.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }

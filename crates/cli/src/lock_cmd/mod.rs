@@ -36,10 +36,18 @@ The lock is renewed at a third of its TTL while COMMAND runs. COMMAND sees LATCH
 (send it to the resource you write to, so that it can refuse a stale holder), LATCH_LOCK_NAME
 and LATCH_LOCK_TOKEN. With several --server options the lock is a Redlock over all of them.
 
+With --sentinel (repeated, one per sentinel) and --service, the lock lives on the primary that
+Redis Sentinel names for the service, and follows it through a failover; the group counts as
+one server (a --server URL may also be redis+sentinel://host:port,host:port/SERVICE[/db]).
+Replication is asynchronous: a primary that dies right after granting the lock may lose the
+grant, and the lock can then be granted twice. --wait-replicas N counts a grant or renewal only
+once N replicas acknowledged it (WAIT), so that it survives a failover to one of them.
+
 Exit status: COMMAND's own (128+N when killed by signal N); 75 when the lock is held by
 another process (at once without --wait, or after --wait); 76 when the lock was lost while
 COMMAND ran (COMMAND got SIGTERM, then SIGKILL after --grace); 69 when the servers could not
-be reached; 126/127 when COMMAND could not be started.")]
+be reached (or too few replicas acknowledged the grant); 126/127 when COMMAND could not be
+started.")]
     Run(RunArgs),
     /// Show a lock's holder token, fencing token and remaining TTL on each server.
     #[command(
@@ -50,9 +58,21 @@ be reached; 126/127 when COMMAND could not be started.")]
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    /// Server URL (redis://host:port/db); repeat for Redlock. Default: from -h/-p/-u.
+    /// Server URL (redis://host:port/db, or redis+sentinel://host:port,.../SERVICE[/db]);
+    /// repeat for Redlock. Default: from -h/-p/-u, unless --sentinel is given.
     #[arg(long = "server", value_name = "URL")]
     pub servers: Vec<String>,
+
+    #[command(flatten)]
+    pub sentinel: SentinelArgs,
+
+    /// Count a grant or renewal only once N replicas of the server acknowledged it (WAIT).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub wait_replicas: u32,
+
+    /// How long to wait for the replicas' acknowledgement (shorter than --ttl).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "500ms")]
+    pub wait_timeout: Duration,
 
     /// The lock's name (its key on the servers).
     #[arg(long)]
@@ -89,9 +109,39 @@ pub struct StatusArgs {
     /// The lock's name.
     pub name: String,
 
-    /// Server URL; repeat for a Redlock. Default: from -h/-p/-u.
+    /// Server URL; repeat for a Redlock. Default: from -h/-p/-u, unless --sentinel is given.
     #[arg(long = "server", value_name = "URL")]
     pub servers: Vec<String>,
+
+    #[command(flatten)]
+    pub sentinel: SentinelArgs,
+}
+
+/// A Redis Sentinel service as one more server.
+#[derive(clap::Args, Debug)]
+pub struct SentinelArgs {
+    /// A sentinel to ask for the primary of --service (HOST:PORT); repeat for each sentinel.
+    /// Uses -a and -n for the primary.
+    #[arg(long = "sentinel", value_name = "HOST:PORT", requires = "service")]
+    pub sentinels: Vec<String>,
+
+    /// The service the sentinels monitor (the NAME of `sentinel monitor NAME ...`).
+    #[arg(long, value_name = "NAME", requires = "sentinels")]
+    pub service: Option<String>,
+}
+
+impl SentinelArgs {
+    /// The servers to use: `servers`, plus the Sentinel service as a `redis+sentinel://`
+    /// URL, or the default server when there is neither.
+    fn servers(&self, connect: &ConnectOpts, mut servers: Vec<String>) -> Vec<String> {
+        if let Some(service) = &self.service {
+            servers.push(connect.sentinel_url(&self.sentinels, service));
+        }
+        if servers.is_empty() {
+            servers.push(connect.redis_url());
+        }
+        servers
+    }
 }
 
 pub fn main(connect: &ConnectOpts, args: &[OsString]) -> ExitCode {
@@ -113,18 +163,15 @@ pub fn main(connect: &ConnectOpts, args: &[OsString]) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let default_server = || vec![connect.redis_url()];
     match cli.command {
         LockCommand::Run(mut run_args) => {
-            if run_args.servers.is_empty() {
-                run_args.servers = default_server();
-            }
+            let servers = std::mem::take(&mut run_args.servers);
+            run_args.servers = run_args.sentinel.servers(connect, servers);
             runtime.block_on(run::run(run_args))
         }
         LockCommand::Status(mut status_args) => {
-            if status_args.servers.is_empty() {
-                status_args.servers = default_server();
-            }
+            let servers = std::mem::take(&mut status_args.servers);
+            status_args.servers = status_args.sentinel.servers(connect, servers);
             runtime.block_on(status::status(status_args))
         }
     }

@@ -16,6 +16,9 @@ pub async fn run(args: RunArgs) -> ExitCode {
     let mut options = LockOptions::new(args.ttl);
     options.wait = args.wait;
     options.max_hold = args.max_hold;
+    if args.wait_replicas > 0 {
+        options = options.wait_replicas(args.wait_replicas, args.wait_timeout);
+    }
     let locker = match Locker::with_options(&args.servers, options) {
         Ok(locker) => locker,
         Err(err) => {
