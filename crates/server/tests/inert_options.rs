@@ -1,6 +1,6 @@
 //! The options Latch accepts for compatibility but does not act on yet: the config table
 //! marks each option [`Effect::Acts`] or [`Effect::Inert`], and these tests hold that
-//! marking to the list below (so the list cannot grow or shrink unnoticed), the README's list
+//! marking to the list below (so the list cannot grow or shrink unnoticed), the list in docs/COMPATIBILITY.md
 //! to the table, and the server to its promise of a warning when one is set to anything
 //! but its default.
 
@@ -31,8 +31,8 @@ const INERT: &str = "
     loading-process-events-interval-bytes   maxmemory-eviction-tenacity
     no-appendfsync-on-rewrite oom-score-adj oom-score-adj-values proc-title-template propagation-error-behavior
     rdb-del-sync-files rdb-key-save-delay rdb-save-incremental-fsync rdbchecksum rdbcompression
-     repl-backlog-ttl repl-disable-tcp-nodelay repl-diskless-load
-     repl-diskless-sync-delay repl-diskless-sync-max-replicas
+      repl-disable-tcp-nodelay repl-diskless-load
+      
        
      replica-ignore-disk-write-errors replica-ignore-maxmemory
     replica-lazy-flush  
@@ -48,8 +48,8 @@ const END: &str = "<!-- inert-options:end -->";
 /// The line before the block, and the section it ends.
 const LEAD_IN: &str =
     "Options accepted for compatibility that do nothing yet (a warning is logged when one is set):";
-const SECTION: &str = "## What does not work yet";
-/// The README's block is wrapped at this width.
+const SECTION: &str = "## Configuration";
+/// The list is wrapped at this width.
 const WIDTH: usize = 100;
 
 fn inert_in_table() -> BTreeSet<&'static str> {
@@ -81,7 +81,7 @@ fn the_table_marks_exactly_the_listed_options_inert() {
     );
 }
 
-/// The README's block: the names backquoted, comma-separated, wrapped.
+/// The list: the names backquoted, comma-separated, wrapped.
 fn render() -> String {
     let mut lines: Vec<String> = vec![String::new()];
     let table = inert_in_table();
@@ -105,14 +105,14 @@ fn render() -> String {
     lines.join("\n")
 }
 
-/// The README with the block (and its markers and lead-in, when missing: they go at the end
-/// of the "What does not work yet" section) holding `block`.
+/// The document with the block (and its markers and lead-in, when missing: they go at the
+/// end of its "Configuration" section) holding `block`.
 fn with_block(readme: &str, block: &str) -> String {
     if let (Some(begin), Some(end)) = (readme.find(BEGIN), readme.find(END)) {
         let start = begin + BEGIN.len();
         return format!("{}\n{block}\n{}", &readme[..start], &readme[end..]);
     }
-    let section = readme.find(SECTION).expect("README has the section");
+    let section = readme.find(SECTION).expect("docs/COMPATIBILITY.md has the section");
     let after = section + SECTION.len();
     let end = readme[after..]
         .find("\n## ")
@@ -125,23 +125,23 @@ fn with_block(readme: &str, block: &str) -> String {
 }
 
 #[test]
-fn the_readme_lists_exactly_the_inert_options() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
-    let readme = std::fs::read_to_string(path).expect("README.md");
+fn the_docs_list_exactly_the_inert_options() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/COMPATIBILITY.md");
+    let readme = std::fs::read_to_string(path).expect("docs/COMPATIBILITY.md");
     let expected = with_block(&readme, &render());
     if std::env::var_os("LATCH_UPDATE_README").is_some() {
-        std::fs::write(path, &expected).expect("write README.md");
+        std::fs::write(path, &expected).expect("write docs/COMPATIBILITY.md");
         return;
     }
     let lead_in = format!("{LEAD_IN}\n{BEGIN}");
     assert!(
         readme.contains(&lead_in),
-        "README lacks the inert-option list and its lead-in; run \
+        "docs/COMPATIBILITY.md lacks the inert-option list and its lead-in; run \
          LATCH_UPDATE_README=1 cargo test -p latch-server --test inert_options"
     );
     assert!(
         readme == expected,
-        "README's inert-option list differs from the config table; run \
+        "docs/COMPATIBILITY.md's inert-option list differs from the config table; run \
          LATCH_UPDATE_README=1 cargo test -p latch-server --test inert_options, or put \
          between the markers:\n\n{}",
         render()

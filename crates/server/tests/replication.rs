@@ -1229,3 +1229,77 @@ fn full_sync_under_writes() {
         assert_eq!(counters.0 as u64, written, "every INCR counted");
     }
 }
+
+/// Replicas that ask for a full sync within `repl-diskless-sync-delay` share one snapshot
+/// (Redis shares one fork); both get the same data and stream.
+#[test]
+fn replicas_asking_together_share_one_snapshot() {
+    let primary_server = start_primary(latch(), &["--repl-diskless-sync-delay", "1"]);
+    let mut p = connect(&primary_server);
+    fill_every_type(&mut p);
+    let port = primary_server.port.to_string();
+    let first = Server::start(latch(), &[]);
+    let second = Server::start(Program::Redis, &[]);
+    let mut r1 = connect(&first);
+    let mut r2 = connect(&second);
+    run(&mut r1, &["REPLICAOF", "127.0.0.1", &port]);
+    run(&mut r2, &["REPLICAOF", "127.0.0.1", &port]);
+    wait_link_up(&mut r1);
+    wait_link_up(&mut r2);
+    run(&mut p, &["SET", "after", "the-sync"]);
+    wait_offsets_equal(&mut p, &mut r1);
+    wait_offsets_equal(&mut p, &mut r2);
+    assert_same_data(&mut p, &mut r1, "the Latch replica");
+    assert_same_data(&mut p, &mut r2, "the redis-server replica");
+    assert_eq!(info_int(&mut p, "stats", "sync_full"), 2);
+    if latch() == Program::Latch {
+        let log = strip_ansi(&primary_server.log());
+        assert!(
+            log.contains("snapshot for replicas' full sync serialized")
+                && log.contains("replicas=2"),
+            "one snapshot for both replicas; the log:\n{log}"
+        );
+    }
+}
+
+/// After `repl-backlog-ttl` seconds without replicas a primary frees its backlog and starts
+/// a new history, as redis-server does.
+#[test]
+fn the_backlog_is_freed_after_its_ttl_without_replicas() {
+    let primary_server = start_primary(latch(), &["--repl-backlog-ttl", "1"]);
+    let mut p = connect(&primary_server);
+    let replica_server = start_replica(latch(), &primary_server, &[]);
+    let mut r = connect(&replica_server);
+    wait_link_up(&mut r);
+    run(&mut p, &["SET", "k", "v"]);
+    wait_offsets_equal(&mut p, &mut r);
+    let replid = info_field(&mut p, "replication", "master_replid");
+    assert_eq!(
+        info_field(&mut p, "replication", "repl_backlog_active").as_deref(),
+        Some("1")
+    );
+    drop(r);
+    drop(replica_server);
+    wait_until(TIMEOUT, "the backlog freed", || {
+        let active = info_field(&mut p, "replication", "repl_backlog_active");
+        (active.as_deref() == Some("0"), active)
+    });
+    assert_ne!(info_field(&mut p, "replication", "master_replid"), replid);
+}
+
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

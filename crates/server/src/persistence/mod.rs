@@ -129,6 +129,13 @@ impl Persistence {
         self.logging.store(true, Ordering::Release);
     }
 
+    /// Stops feeding the replication stream and frees its backlog.
+    pub fn stop_feed(&self) {
+        self.feed.deactivate();
+        self.logging
+            .store(self.aof.read().is_some(), Ordering::Release);
+    }
+
     /// Starts feeding the replication stream (a backlog of `backlog_size` bytes), if it
     /// is not fed yet.
     pub fn start_feed(&self, backlog_size: usize) {

@@ -112,6 +112,15 @@ impl Feed {
         self.active.store(true, Ordering::Release);
     }
 
+    /// Frees the backlog (`repl-backlog-ttl` passed without replicas): writes are no longer
+    /// fed. The offset stays where it was.
+    pub fn deactivate(&self) {
+        let mut inner = self.inner.lock();
+        self.active.store(false, Ordering::Release);
+        inner.backlog = VecDeque::new();
+        inner.db = None;
+    }
+
     /// Feeds only what [`Feed::append_raw`] gives (a replica), or the commits (a primary).
     pub fn set_proxy(&self, proxy: bool) {
         self.proxy.store(proxy, Ordering::Release);

@@ -14,6 +14,7 @@ pub mod failover;
 pub mod feed;
 pub mod primary;
 pub mod replica;
+pub mod sync_job;
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU16, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -143,6 +144,8 @@ pub struct Replication {
     ids: Mutex<Ids>,
     /// A FAILOVER under way (`failover.rs`).
     pub failover: Mutex<failover::Failover>,
+    /// The full-sync snapshot replicas may still join (`sync_job.rs`).
+    pub sync_job: Mutex<Option<Arc<sync_job::SyncJob>>>,
     pub attached: Mutex<Vec<Arc<Attached>>>,
     /// Set while this server replicates another.
     primary: Mutex<Option<PrimaryAddr>>,
@@ -176,6 +179,7 @@ impl Replication {
                 second_offset: -1,
             }),
             failover: Mutex::new(failover::Failover::default()),
+            sync_job: Mutex::new(None),
             attached: Mutex::new(Vec::new()),
             primary: Mutex::new(None),
             is_replica: AtomicBool::new(false),
@@ -436,10 +440,13 @@ pub fn replica_hard_limit(server: &Server) -> u64 {
 
 /// Once a second: a PING into the stream every `repl-ping-replica-period` seconds while
 /// replicas are attached (it counts in the offsets, as Redis' does), so a replica can tell
-/// a quiet primary from a lost one.
+/// a quiet primary from a lost one; and a primary's backlog freed after `repl-backlog-ttl`
+/// seconds without replicas, with a new history id (as Redis does; a replica keeps its
+/// backlog, which its promotion needs).
 pub async fn cron(server: Arc<Server>) {
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
     let mut since_ping = 0i64;
+    let mut alone_s = 0i64;
     loop {
         tick.tick().await;
         if server.is_shutting_down() {
@@ -447,6 +454,22 @@ pub async fn cron(server: Arc<Server>) {
         }
         since_ping += 1;
         let feed = &server.persistence.feed;
+        let replication = &server.replication;
+        if feed.is_active() && !replication.is_replica() && replication.attached.lock().is_empty()
+        {
+            alone_s += 1;
+            let ttl = server.config.get_i64("repl-backlog-ttl");
+            if ttl > 0 && alone_s >= ttl {
+                server.persistence.stop_feed();
+                replication.change_replid();
+                alone_s = 0;
+                tracing::info!(
+                    "replication backlog freed after {ttl} seconds without connected replicas"
+                );
+            }
+        } else {
+            alone_s = 0;
+        }
         let period = server.config.get_i64("repl-ping-replica-period").max(1);
         if since_ping >= period
             && feed.takes_commits()

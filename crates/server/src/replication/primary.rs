@@ -5,10 +5,11 @@
 //!    `+CONTINUE <replid>`, then the stream from that offset.
 //! 2. Otherwise a **full sync**: a snapshot cut (`persistence::snapshot::cut`, no fork),
 //!    taken under every shard lock together with the replica's place in the stream, so the
-//!    data and the stream after it meet exactly; `+FULLRESYNC <replid> <offset>`; the RDB,
-//!    serialized by a blocking thread (newlines keep the link alive meanwhile), framed as
-//!    `$<length>` or, with `repl-diskless-sync` and a replica that can read it, the
-//!    `$EOF:<mark>` form; then the stream.
+//!    data and the stream after it meet exactly, and shared by every replica that asked
+//!    meanwhile (`sync_job.rs`, with `repl-diskless-sync-delay`); `+FULLRESYNC <replid>
+//!    <offset>`; the RDB, serialized once by a blocking thread (newlines keep the link alive
+//!    meanwhile), framed as `$<length>` or, with `repl-diskless-sync` and a replica that
+//!    can read it, the `$EOF:<mark>` form; then the stream.
 //! 3. **Streaming**: whatever the feed gets is copied to the socket; the replica's
 //!    `REPLCONF ACK <offset>` lines are read meanwhile (INFO's `offset` and `lag`, WAIT,
 //!    `min-replicas-to-write`). A replica that falls behind the replica class's hard output
@@ -26,7 +27,6 @@ use tracing::{info, warn};
 use super::feed::{Read, Registration};
 use super::{state, Attached};
 use crate::client::Client;
-use crate::persistence::snapshot;
 use crate::server::Server;
 
 /// What the replica asked for.
@@ -46,7 +46,7 @@ pub struct ReplConf {
 }
 
 /// The most bytes sent to a replica per write.
-const SEND_CHUNK: usize = 64 * 1024;
+const SEND_CHUNK: usize = 16 * 1024;
 
 /// Serves a replica on `stream` until it goes. `input` holds what it sent after PSYNC.
 pub async fn serve<S>(
@@ -167,32 +167,24 @@ where
     let backlog_size = server.config.get_i64("repl-backlog-size").max(1) as usize;
     server.persistence.start_feed(backlog_size);
     let hard = super::replica_hard_limit(server);
-    let (cut_tx, cut_rx) = tokio::sync::oneshot::channel();
-    let id = client.id;
-    let worker_server = Arc::clone(server);
-    let job = tokio::task::spawn_blocking(move || {
-        let server = worker_server;
-        let _job = server.persistence.snapshot_job.lock();
-        let mut place = None;
-        let cut = snapshot::cut(&server, || {
-            place = Some(server.persistence.feed.register_at_cut(id, hard));
-        });
-        let Some((registration, offset)) = place else {
-            return Err(anyhow::anyhow!("the cut took no place in the stream"));
-        };
-        let replid = server.replication.ids().replid;
-        let _ = cut_tx.send((registration, offset, replid.clone()));
-        let aux = snapshot::ReplAux { replid, offset };
-        let started = std::time::Instant::now();
-        let rdb = snapshot::write_rdb_into(&server, &cut, Vec::new(), false, Some(&aux))?;
-        info!(
-            bytes = rdb.len(),
-            seconds = started.elapsed().as_secs_f64(),
-            "snapshot for a replica's full sync serialized"
-        );
-        Ok(rdb)
-    });
-    let Ok((registration, offset, replid)) = cut_rx.await else {
+    let mut ticket = super::sync_job::join(server, client.id, hard);
+    // Redis keeps a replica waiting for its snapshot alive with newlines, before and after
+    // +FULLRESYNC.
+    let mut keepalive = tokio::time::interval_at(
+        tokio::time::Instant::now() + Duration::from_secs(1),
+        Duration::from_secs(1),
+    );
+    let start = loop {
+        tokio::select! {
+            start = &mut ticket.start => break start,
+            _ = keepalive.tick() => {
+                if stream.write_all(b"\n").await.is_err() {
+                    return None;
+                }
+            }
+        }
+    };
+    let Ok((registration, offset, replid)) = start else {
         warn!("full sync: the snapshot could not be cut");
         return None;
     };
@@ -211,46 +203,54 @@ where
             return give_up(&registration);
         }
     }
-    tokio::pin!(job);
-    let rdb = loop {
+    attached.state.store(state::SEND_BULK, Ordering::Relaxed);
+    let diskless = server.config.get_bool("repl-diskless-sync") && client.replconf.capa_eof;
+    // The snapshot goes out once it is whole. Sent as it was made, the sending shared the
+    // core with the serializer, and clients waited for it: bench/replication.py at 1M keys,
+    // the primary's slowest PING 20 ms (redis-server 5 ms) for a sync 8% faster.
+    let total = loop {
+        let progress = ticket.progress.borrow_and_update().clone();
+        match progress.end {
+            Some(Ok(total)) => break total,
+            Some(Err(error)) => {
+                warn!("full sync: writing the snapshot failed: {error}");
+                return give_up(&registration);
+            }
+            None => {}
+        }
         tokio::select! {
-            done = &mut job => break done,
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {
-                // Redis keeps a replica waiting for its snapshot alive with newlines.
+            changed = ticket.progress.changed() => {
+                if changed.is_err() {
+                    return give_up(&registration);
+                }
+            }
+            _ = keepalive.tick() => {
                 if stream.write_all(b"\n").await.is_err() {
                     return give_up(&registration);
                 }
             }
         }
     };
-    let rdb = match rdb {
-        Ok(Ok(rdb)) => rdb,
-        Ok(Err(error)) => {
-            warn!("full sync: writing the snapshot failed: {error:#}");
-            return give_up(&registration);
-        }
-        Err(error) => {
-            warn!("full sync: the snapshot thread failed: {error}");
-            return give_up(&registration);
-        }
-    };
-    attached.state.store(state::SEND_BULK, Ordering::Relaxed);
-    let diskless = server.config.get_bool("repl-diskless-sync") && client.replconf.capa_eof;
-    let sent = if diskless {
-        let mark = crate::server::random_hex(40);
-        let head = format!("$EOF:{mark}\r\n");
-        write_parts(stream, &[head.as_bytes(), &rdb, mark.as_bytes()]).await
+    let mark = crate::server::random_hex(40);
+    let head = if diskless {
+        format!("$EOF:{mark}\r\n")
     } else {
-        let head = format!("${}\r\n", rdb.len());
-        write_parts(stream, &[head.as_bytes(), &rdb]).await
+        format!("${total}\r\n")
     };
-    if !sent {
+    let mut finished = write_parts(stream, &[head.as_bytes()]).await;
+    for chunk in ticket.rdb.chunks_from(0) {
+        finished = finished && write_parts(stream, &[&chunk]).await;
+    }
+    if diskless {
+        finished = finished && write_parts(stream, &[mark.as_bytes()]).await;
+    }
+    if !finished {
         return give_up(&registration);
     }
     server
         .stats
         .net_repl_output_bytes
-        .fetch_add(rdb.len() as u64, Ordering::Relaxed);
+        .fetch_add(total, Ordering::Relaxed);
     attached.state.store(state::ONLINE, Ordering::Relaxed);
     info!(replica = %client.shared.addr, "synchronization with replica succeeded");
     Some((registration, !diskless))
