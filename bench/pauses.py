@@ -95,9 +95,9 @@ def footer(redis, rounds):
         version.split()[2] if version else "redis-server")
 
 
-def start(binary, port, workdir, extra=()):
+def start(binary, port, workdir, extra=(), cpu="0"):
     proc = subprocess.Popen(
-        ["taskset", "-c", "0", binary, "--port", str(port), "--bind", "127.0.0.1",
+        ["taskset", "-c", cpu, binary, "--port", str(port), "--bind", "127.0.0.1",
          "--dir", workdir, "--save", "", "--appendonly", "no", *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 20

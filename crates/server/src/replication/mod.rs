@@ -455,8 +455,7 @@ pub async fn cron(server: Arc<Server>) {
         since_ping += 1;
         let feed = &server.persistence.feed;
         let replication = &server.replication;
-        if feed.is_active() && !replication.is_replica() && replication.attached.lock().is_empty()
-        {
+        if feed.is_active() && !replication.is_replica() && replication.attached.lock().is_empty() {
             alone_s += 1;
             let ttl = server.config.get_i64("repl-backlog-ttl");
             if ttl > 0 && alone_s >= ttl {
