@@ -112,7 +112,9 @@ fn with_block(readme: &str, block: &str) -> String {
         let start = begin + BEGIN.len();
         return format!("{}\n{block}\n{}", &readme[..start], &readme[end..]);
     }
-    let section = readme.find(SECTION).expect("docs/COMPATIBILITY.md has the section");
+    let section = readme
+        .find(SECTION)
+        .expect("docs/COMPATIBILITY.md has the section");
     let after = section + SECTION.len();
     let end = readme[after..]
         .find("\n## ")

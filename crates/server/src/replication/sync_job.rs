@@ -72,7 +72,8 @@ impl ChunkWriter {
             chunks.push(chunk);
             chunks.len()
         };
-        self.progress.send_modify(|progress| progress.chunks = count);
+        self.progress
+            .send_modify(|progress| progress.chunks = count);
     }
 }
 
@@ -153,9 +154,8 @@ pub fn join(server: &Arc<Server>, id: u64, hard_limit: u64) -> Ticket {
 
 async fn run(server: Arc<Server>, job: Arc<SyncJob>) {
     if server.config.get_bool("repl-diskless-sync") {
-        let delay = Duration::from_secs(
-            server.config.get_i64("repl-diskless-sync-delay").max(0) as u64,
-        );
+        let delay =
+            Duration::from_secs(server.config.get_i64("repl-diskless-sync-delay").max(0) as u64);
         let most = server
             .config
             .get_i64("repl-diskless-sync-max-replicas")
@@ -172,7 +172,10 @@ async fn run(server: Arc<Server>, job: Arc<SyncJob>) {
     let joined = {
         let mut slot = server.replication.sync_job.lock();
         job.cut_taken.store(true, Ordering::Release);
-        if slot.as_ref().is_some_and(|current| Arc::ptr_eq(current, &job)) {
+        if slot
+            .as_ref()
+            .is_some_and(|current| Arc::ptr_eq(current, &job))
+        {
             *slot = None;
         }
         std::mem::take(&mut *job.joined.lock())
@@ -227,4 +230,3 @@ async fn run(server: Arc<Server>, job: Arc<SyncJob>) {
     job.progress
         .send_modify(|progress| progress.end = Some(serialized));
 }
-
