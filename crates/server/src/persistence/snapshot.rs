@@ -97,6 +97,7 @@ pub fn write_rdb_into<W: Write>(
     aof_base: bool,
     repl: Option<&ReplAux>,
 ) -> anyhow::Result<W> {
+    let _held = crate::busy_poll::hold();
     let mut writer = Writer::new(out)?;
     let now = cut.snapshot.now;
     let version = crate::commands::connection::REDIS_VERSION;
