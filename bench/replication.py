@@ -6,9 +6,12 @@
 
 Three measurements, each with primary and replicas of the same server:
 - **Full sync**: a primary holding --keys string keys (16-byte names, 32-byte values);
-  a replica is told REPLICAOF; the time until its link is up and it holds every key, and
-  the slowest PING round trip another client saw on the primary meanwhile (redis-server
-  forks for the snapshot; Latch cuts one without forking).
+  a replica is told REPLICAOF; the time until its link is up and it holds every key; then,
+  in a second sync, the slowest PING round trip another client saw on the primary
+  meanwhile (redis-server forks for the snapshot; Latch cuts one without forking). The
+  two are separate runs because the pinger, at real-time priority on the replica's core,
+  slows the replica's load by as much as the primary answers it quickly: timed together,
+  the faster primary looked slower.
 - **Replica lag**: redis-benchmark's SET (50 clients, pipeline 1, random keys) against a
   primary with one replica; every 20 ms the bytes the replica is behind
   (`master_repl_offset` minus its `slave_repl_offset`): median and maximum, and how long
@@ -97,26 +100,36 @@ def wait_synced(replica, keys, timeout=600):
     raise RuntimeError("the replica never caught up")
 
 
-def full_sync(binary, keys):
+def full_sync(binary, keys, ping):
+    """Seconds until a new replica holds `keys` keys, and with `ping` the slowest PING
+    another client saw on the primary meanwhile (else None)."""
     cluster = Cluster(binary)
+    pinger = None
     try:
         primary_port = cluster.start("0")
         primary = Conn(primary_port)
         fill_keys(primary, keys)
         replica_port = cluster.start("1")
         replica = Conn(replica_port)
-        pinger = subprocess.Popen(
-            ["taskset", "-c", "1"] + PRIORITY + [sys.executable, "-c", PINGER, str(primary_port)],
-            stdout=subprocess.PIPE, text=True)
-        time.sleep(0.3)
+        if ping:
+            pinger = subprocess.Popen(
+                ["taskset", "-c", "1"] + PRIORITY
+                + [sys.executable, "-c", PINGER, str(primary_port)],
+                stdout=subprocess.PIPE, text=True)
+            time.sleep(0.3)
         started = time.perf_counter()
         replica.call("REPLICAOF", "127.0.0.1", str(primary_port))
         wait_synced(replica, keys)
         seconds = time.perf_counter() - started
-        pinger.terminate()
-        worst, _ = (float(x) for x in pinger.communicate()[0].split())
+        worst = None
+        if pinger:
+            pinger.terminate()
+            worst, _ = (float(x) for x in pinger.communicate()[0].split())
         return seconds, worst
     finally:
+        if pinger and pinger.poll() is None:
+            pinger.kill()
+            pinger.wait()
         cluster.stop()
 
 
@@ -186,8 +199,9 @@ def main():
     for _ in range(args.rounds):
         for name, binary in servers:
             row = results.setdefault(name, {})
-            seconds, worst = full_sync(binary, args.keys)
+            seconds, _ = full_sync(binary, args.keys, ping=False)
             row.setdefault("sync_s", []).append(seconds)
+            _, worst = full_sync(binary, args.keys, ping=True)
             row.setdefault("sync_ping_ms", []).append(worst)
             median_lag, max_lag, catch_up = lag(binary, args.requests)
             row.setdefault("lag_median_b", []).append(median_lag)

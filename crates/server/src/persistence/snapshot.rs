@@ -121,6 +121,7 @@ pub fn write_rdb_into<W: Write>(
     }
     let keyspace = &server.keyspace;
     let mut selected = None;
+    let mut turns = Turns::default();
     for shard in 0..keyspace.shard_count() {
         let Some(tables) = keyspace.snapshot_shard(&cut.snapshot, shard) else {
             anyhow::bail!("the snapshot lost shard {shard}'s copy");
@@ -142,10 +143,46 @@ pub fn write_rdb_into<W: Write>(
                     selected = Some(db);
                 }
                 writer.key(slot.key(), slot.value(), expire)?;
+                turns.tick();
             }
         }
     }
     Ok(writer.finish()?)
+}
+
+/// Lets a request waiting for the core go first, every [`Turns::EVERY`] of serializing.
+///
+/// The serializer shares the cores with the runtime's workers. A worker woken by a request
+/// while the serializer holds its core waits until the scheduler takes the core back, up
+/// to a tick (4 ms) or more: `bench/replication.py` saw the primary's slowest PING during a
+/// full sync at 12-31 ms (pinned to one core; redis-server's forked child, 6-8 ms). A
+/// yield at short intervals hands the core to a runnable worker at once and costs a system
+/// call when none is waiting; the scheduler still keeps the serializer's fair share when
+/// the workers are busy, so a snapshot under load is not starved.
+#[derive(Default)]
+struct Turns {
+    keys: u32,
+    since: Option<std::time::Instant>,
+}
+
+impl Turns {
+    const EVERY: std::time::Duration = std::time::Duration::from_micros(200);
+
+    #[inline]
+    fn tick(&mut self) {
+        self.keys += 1;
+        if !self.keys.is_multiple_of(32) {
+            return;
+        }
+        let now = std::time::Instant::now();
+        match self.since {
+            Some(since) if now.duration_since(since) < Self::EVERY => {}
+            _ => {
+                std::thread::yield_now();
+                self.since = Some(std::time::Instant::now());
+            }
+        }
+    }
 }
 
 /// Syncs the directory holding `path`, so that a rename in it is durable.
