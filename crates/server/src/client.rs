@@ -80,6 +80,10 @@ pub struct Client {
     /// are never refused as a replica's writes, see keys past their deadline as the
     /// primary does, and get no replies.
     pub is_primary_link: bool,
+    /// On the primary link: the primary's bytes for the command running now (with those
+    /// of a transaction it ends). A write's commit feeds them under its locks, so a
+    /// snapshot's offset always matches its data; the link feeds what no commit took.
+    pub primary_bytes: Option<Bytes>,
     /// The replication stream's offset just past this client's last write (WAIT's).
     pub repl_offset: u64,
     /// Set by WAIT when it must wait: the connection carries it out.
@@ -556,6 +560,7 @@ impl Registry {
             replconf: Default::default(),
             sync_request: None,
             is_primary_link: false,
+            primary_bytes: None,
             repl_offset: 0,
             wait_request: None,
         }

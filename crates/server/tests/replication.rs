@@ -1303,3 +1303,207 @@ fn strip_ansi(text: &str) -> String {
     }
     out
 }
+
+/// A replica restarted over the RDB file it saved continues from the file's offset with a
+/// partial resync (Redis 7.0 stores `repl-id`, `repl-offset` and `repl-stream-db` in the
+/// file and restores them at load): the primary's writes after the save arrive through
+/// the backlog, in the database the stream was in, which the resumed stream does not
+/// select again.
+fn restarted_replica_continues(primary: Program, replica: Program) {
+    let primary_server = start_primary(primary, &[]);
+    let mut p = connect(&primary_server);
+    fill_every_type(&mut p);
+    let mut replica_server = start_replica(replica, &primary_server, &[]);
+    let mut r = connect(&replica_server);
+    wait_link_up(&mut r);
+    select(&mut p, 3);
+    run(&mut p, &["SET", "in-db-3", "before the save"]);
+    wait_offsets_equal(&mut p, &mut r);
+    run(&mut r, &["SAVE"]);
+    let full_before = info_int(&mut p, "stats", "sync_full");
+    let partial_before = info_int(&mut p, "stats", "sync_partial_ok");
+
+    replica_server.kill();
+    // Still in database 3: the stream carries no SELECT for these.
+    run(
+        &mut p,
+        &["SET", "in-db-3:after", "written while the replica was down"],
+    );
+    run(&mut p, &["INCR", "counter-in-db-3"]);
+    replica_server.restart(&[]);
+    let mut r = connect(&replica_server);
+    wait_link_up(&mut r);
+    wait_offsets_equal(&mut p, &mut r);
+    assert_eq!(
+        info_int(&mut p, "stats", "sync_partial_ok"),
+        partial_before + 1,
+        "the restarted replica continued ({primary:?} primary, {replica:?} replica)"
+    );
+    assert_eq!(
+        info_int(&mut p, "stats", "sync_full"),
+        full_before,
+        "no full sync"
+    );
+    select(&mut r, 3);
+    let counter: i64 = redis::cmd("GET")
+        .arg("counter-in-db-3")
+        .query(&mut r)
+        .unwrap();
+    assert_eq!(counter, 1, "the INCR arrived once, in database 3");
+    select(&mut p, 0);
+    select(&mut r, 0);
+    assert_same_data(&mut p, &mut r, "after the restarted replica continued");
+}
+
+#[test]
+fn a_restarted_replica_continues_from_its_rdb_file() {
+    restarted_replica_continues(latch(), latch());
+    restarted_replica_continues(Program::Redis, latch());
+    restarted_replica_continues(latch(), Program::Redis);
+}
+
+/// A primary restarted over a file it saved while it had replicas keeps that history as
+/// its previous one, so a replica that had everything in the file continues with a
+/// partial resync under the primary's new id (as Redis 7.0 does).
+#[test]
+fn a_restarted_primary_continues_its_replicas() {
+    // No PING into the stream between the save and the restart.
+    let mut primary_server = start_primary(latch(), &["--repl-ping-replica-period", "3600"]);
+    let mut p = connect(&primary_server);
+    fill_every_type(&mut p);
+    let replica_server = start_replica(latch(), &primary_server, &[]);
+    let mut r = connect(&replica_server);
+    wait_link_up(&mut r);
+    run(&mut p, &["SET", "last", "before the restart"]);
+    wait_offsets_equal(&mut p, &mut r);
+    let old_id = info_field(&mut p, "replication", "master_replid").unwrap();
+    let offset = info_int(&mut p, "replication", "master_repl_offset");
+    run(&mut p, &["SAVE"]);
+
+    primary_server.restart(&[]);
+    let mut p = connect(&primary_server);
+    assert_eq!(
+        info_field(&mut p, "replication", "master_replid2").as_deref(),
+        Some(old_id.as_str()),
+        "the file's history is the restarted primary's previous one"
+    );
+    assert_eq!(
+        info_int(&mut p, "replication", "second_repl_offset"),
+        offset + 1
+    );
+    assert_eq!(
+        info_int(&mut p, "replication", "master_repl_offset"),
+        offset
+    );
+    wait_until(TIMEOUT, "the replica to continue", || {
+        let partial = info_int(&mut p, "stats", "sync_partial_ok");
+        (partial == 1, partial)
+    });
+    wait_link_up(&mut r);
+    run(&mut p, &["SET", "last", "after the restart"]);
+    wait_offsets_equal(&mut p, &mut r);
+    assert_eq!(info_int(&mut p, "stats", "sync_full"), 0, "no full sync");
+    let new_id = info_field(&mut p, "replication", "master_replid");
+    assert_eq!(info_field(&mut r, "replication", "master_replid"), new_id);
+    assert_same_data(&mut p, &mut r, "after the primary's restart");
+}
+
+/// A replica that serves a full sync in the middle of its primary's stream names, in the
+/// snapshot (`repl-stream-db`), the database that stream is in: the writes after it carry
+/// no SELECT, and the end of the chain must apply them there, not in database 0.
+fn chain_joined_mid_stream(end: Program) {
+    let primary_server = start_primary(latch(), &[]);
+    let mut p = connect(&primary_server);
+    let middle_server = start_replica(latch(), &primary_server, PRIMARY_ARGS);
+    let mut m = connect(&middle_server);
+    wait_link_up(&mut m);
+    select(&mut p, 5);
+    run(&mut p, &["SET", "in-db-5", "before the end joined"]);
+    wait_offsets_equal(&mut p, &mut m);
+
+    let end_server = start_replica(end, &middle_server, &[]);
+    let mut e = connect(&end_server);
+    wait_link_up(&mut e);
+    run(&mut p, &["SET", "in-db-5:after", "after the end joined"]);
+    wait_offsets_equal(&mut p, &mut m);
+    wait_offsets_equal(&mut m, &mut e);
+    select(&mut e, 5);
+    let value: Option<String> = redis::cmd("GET")
+        .arg("in-db-5:after")
+        .query(&mut e)
+        .unwrap();
+    assert_eq!(
+        value.as_deref(),
+        Some("after the end joined"),
+        "{end:?} at the end of the chain"
+    );
+    select(&mut e, 0);
+    let in_db_0: i64 = redis::cmd("DBSIZE").query(&mut e).unwrap();
+    assert_eq!(
+        in_db_0, 0,
+        "nothing landed in database 0 ({end:?} at the end)"
+    );
+}
+
+#[test]
+fn a_chain_joined_mid_stream_keeps_the_streams_database() {
+    chain_joined_mid_stream(latch());
+    chain_joined_mid_stream(Program::Redis);
+}
+
+/// Snapshots a replica saves while its primary's writes pour in hold exactly the writes
+/// their offset counts: after a restart over each, the replica continues from the file
+/// and ends with the primary's counters, none applied twice or lost.
+#[test]
+fn a_replica_saving_under_writes_restarts_consistent() {
+    let primary_server = start_primary(latch(), &[]);
+    let mut p = connect(&primary_server);
+    let mut replica_server = start_replica(latch(), &primary_server, &[]);
+    let mut r = connect(&replica_server);
+    wait_link_up(&mut r);
+    for round in 0..3 {
+        let port = primary_server.port;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+                    .unwrap()
+                    .get_connection()
+                    .unwrap();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let mut batch = redis::pipe();
+                    for key in 0..20 {
+                        batch.cmd("INCR").arg(format!("counter:{key}")).ignore();
+                    }
+                    // Transactions too: a save never lands inside one.
+                    batch.cmd("MULTI").ignore();
+                    batch.cmd("INCR").arg("tx:a").ignore();
+                    batch.cmd("INCR").arg("tx:b").ignore();
+                    batch.cmd("EXEC").ignore();
+                    batch.query::<()>(&mut conn).unwrap();
+                }
+            })
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        for _ in 0..5 {
+            run(&mut r, &["SAVE"]);
+        }
+        replica_server.kill();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        writer.join().unwrap();
+        replica_server.restart(&[]);
+        r = connect(&replica_server);
+        wait_link_up(&mut r);
+        wait_offsets_equal(&mut p, &mut r);
+        assert_eq!(
+            info_int(&mut p, "stats", "sync_partial_ok"),
+            round + 1,
+            "round {round}: the replica continued from its file"
+        );
+        let a: i64 = redis::cmd("GET").arg("tx:a").query(&mut r).unwrap();
+        let b: i64 = redis::cmd("GET").arg("tx:b").query(&mut r).unwrap();
+        assert_eq!(a, b, "round {round}: a transaction split by a save");
+        assert_same_data(&mut p, &mut r, &format!("round {round}, after the restart"));
+    }
+}

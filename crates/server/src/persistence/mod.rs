@@ -171,6 +171,9 @@ impl Persistence {
         }
         if self.feed.takes_commits() {
             client.repl_offset = self.feed.append(&client.propagated, atomic);
+        } else if let Some(bytes) = client.primary_bytes.take() {
+            // A replica: its primary's bytes for this write, at the same point.
+            self.feed.append_raw(&bytes, client.db);
         }
         client.propagated.clear();
     }
@@ -286,7 +289,11 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<()> {
     } else {
         let rdb = path_in_dir(&server.config.dbfilename());
         if rdb.exists() {
-            snapshot::load_rdb_file(server, &rdb).map(|_| ())
+            snapshot::load_rdb_file(server, &rdb).map(|loaded| {
+                if let Some(repl) = loaded.repl {
+                    crate::replication::continue_from_file(server, repl);
+                }
+            })
         } else {
             Ok(())
         }

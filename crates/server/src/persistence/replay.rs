@@ -33,9 +33,9 @@ pub fn load_file(server: &Server, path: &Path, is_last: bool) -> anyhow::Result<
     };
     let name = path.display().to_string();
     let start = if starts_with_rdb_preamble(&data) {
-        snapshot::load_rdb_bytes(server, &data)
+        snapshot::load_rdb(server, &data, false)
             .with_context(|| format!("loading the RDB preamble of {name}"))?
-            .0
+            .end
     } else {
         0
     };

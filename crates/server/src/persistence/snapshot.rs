@@ -26,6 +26,8 @@ use crate::server::Server;
 pub struct Cut {
     pub snapshot: Arc<Snapshot>,
     pub libraries: Vec<Bytes>,
+    /// Where the replication stream was at the cut, if it is fed.
+    pub repl: Option<ReplAux>,
 }
 
 /// Marks a consistent cut. `with_cut` runs under every shard lock too (the AOF rotation
@@ -35,10 +37,12 @@ pub fn cut(server: &Server, with_cut: impl FnOnce()) -> Cut {
     with_cut();
     let snapshot = view.cut_snapshot();
     let libraries = server.scripting.library_codes.lock().clone();
+    let repl = ReplAux::at_cut(server);
     drop(view);
     Cut {
         snapshot,
         libraries,
+        repl,
     }
 }
 
@@ -73,7 +77,8 @@ fn write_rdb_to(server: &Server, cut: &Cut, temp: &Path, aof_base: bool) -> anyh
         cut,
         BufWriter::with_capacity(256 * 1024, file),
         aof_base,
-        None,
+        // An AOF's base carries no replication fields, as in Redis.
+        cut.repl.as_ref().filter(|_| !aof_base),
     )?;
     let file = buffered
         .into_inner()
@@ -82,11 +87,57 @@ fn write_rdb_to(server: &Server, cut: &Cut, temp: &Path, aof_base: bool) -> anyh
     Ok(file.metadata()?.len())
 }
 
-/// What an RDB made for a replica says of the stream that follows it (Redis' `repl-id`,
-/// `repl-offset` and `repl-stream-db` aux fields).
+/// What an RDB says of the replication stream it is a cut of (Redis' `repl-id`,
+/// `repl-offset` and `repl-stream-db` aux fields): the history, the offset of the last
+/// byte it holds, and the database the stream after it is in. A replica's full sync gets
+/// one; so does a file saved while the stream is fed, so that a restarted replica can
+/// continue from its file with a partial resync, and a restarted primary can continue
+/// its replicas.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplAux {
     pub replid: String,
     pub offset: u64,
+    pub db: usize,
+}
+
+impl ReplAux {
+    /// Read at a cut (under every shard lock): None when the stream is not fed.
+    pub fn at_cut(server: &Server) -> Option<ReplAux> {
+        let (offset, db) = server.persistence.feed.save_info()?;
+        Some(ReplAux {
+            replid: server.replication.ids().replid,
+            offset,
+            db,
+        })
+    }
+}
+
+/// The replication fields of a file being loaded, valid when all three came and none
+/// is -1 (as Redis checks).
+#[derive(Default)]
+struct ReplFields {
+    replid: Option<String>,
+    offset: Option<i64>,
+    db: Option<i64>,
+}
+
+impl ReplFields {
+    fn take(&mut self, name: &[u8], value: &[u8]) {
+        let number = || std::str::from_utf8(value).ok()?.parse::<i64>().ok();
+        match name {
+            b"repl-id" => self.replid = Some(String::from_utf8_lossy(value).into_owned()),
+            b"repl-offset" => self.offset = number(),
+            b"repl-stream-db" => self.db = number(),
+            _ => {}
+        }
+    }
+
+    fn valid(self) -> Option<ReplAux> {
+        let replid = self.replid.filter(|id| id.len() == 40)?;
+        let offset = u64::try_from(self.offset?).ok()?;
+        let db = usize::try_from(self.db?).ok()?;
+        Some(ReplAux { replid, offset, db })
+    }
 }
 
 /// Serializes the cut as an RDB into `out`; returns `out` when done.
@@ -111,7 +162,7 @@ pub fn write_rdb_into<W: Write>(
             .as_bytes(),
     )?;
     if let Some(repl) = repl {
-        writer.aux("repl-stream-db", b"0")?;
+        writer.aux("repl-stream-db", repl.db.to_string().as_bytes())?;
         writer.aux("repl-id", repl.replid.as_bytes())?;
         writer.aux("repl-offset", repl.offset.to_string().as_bytes())?;
     }
@@ -265,27 +316,29 @@ pub fn bgsave(server: &Arc<Server>) -> bool {
     true
 }
 
+/// What loading an RDB found.
+pub struct Loaded {
+    /// Where the RDB ended in the data (an AOF preamble may be followed by commands).
+    pub end: usize,
+    pub keys: u64,
+    /// Its replication fields, when it has valid ones.
+    pub repl: Option<ReplAux>,
+}
+
 /// Loads an RDB file into the (empty) keyspace. Keys already expired are skipped, as a
 /// Redis primary does.
-pub fn load_rdb_file(server: &Server, path: &Path) -> anyhow::Result<u64> {
+pub fn load_rdb_file(server: &Server, path: &Path) -> anyhow::Result<Loaded> {
     let mut data = Vec::new();
     File::open(path)
         .and_then(|mut file| file.read_to_end(&mut data))
         .with_context(|| format!("reading {}", path.display()))?;
-    let (_, loaded) = load_rdb_bytes(server, &data)
-        .with_context(|| format!("loading the RDB file {}", path.display()))?;
-    Ok(loaded)
-}
-
-/// Loads RDB data from the start of `data`; returns the offset where the RDB ended (an AOF
-/// preamble may be followed by commands) and the number of keys loaded.
-pub fn load_rdb_bytes(server: &Server, data: &[u8]) -> anyhow::Result<(usize, u64)> {
-    load_rdb(server, data, false)
+    load_rdb(server, &data, false)
+        .with_context(|| format!("loading the RDB file {}", path.display()))
 }
 
 /// Loads RDB data; `keep_expired`: keys past their deadline are loaded too (a replica
 /// loading its primary's data, which expires them itself and sends the `DEL`s).
-pub fn load_rdb(server: &Server, data: &[u8], keep_expired: bool) -> anyhow::Result<(usize, u64)> {
+pub fn load_rdb(server: &Server, data: &[u8], keep_expired: bool) -> anyhow::Result<Loaded> {
     let mut reader = Reader::new(data)?;
     let mut view = server.keyspace.lock_all();
     let now = view.now();
@@ -293,6 +346,7 @@ pub fn load_rdb(server: &Server, data: &[u8], keep_expired: bool) -> anyhow::Res
     let mut loaded = 0u64;
     let mut expired = 0u64;
     let mut libraries = Vec::new();
+    let mut repl = ReplFields::default();
     while let Some(item) = reader.next()? {
         match item {
             Item::SelectDb(number) => {
@@ -326,7 +380,8 @@ pub fn load_rdb(server: &Server, data: &[u8], keep_expired: bool) -> anyhow::Res
                 loaded += 1;
             }
             Item::Function(code) => libraries.push(Bytes::from(code)),
-            Item::Aux { .. } | Item::ResizeDb { .. } => {}
+            Item::Aux { name, value } => repl.take(&name, &value),
+            Item::ResizeDb { .. } => {}
         }
     }
     let end = reader.offset() as usize;
@@ -337,7 +392,11 @@ pub fn load_rdb(server: &Server, data: &[u8], keep_expired: bool) -> anyhow::Res
     persistence
         .load_expired_keys
         .fetch_add(expired, Ordering::Relaxed);
-    Ok((end, loaded))
+    Ok(Loaded {
+        end,
+        keys: loaded,
+        repl: repl.valid(),
+    })
 }
 
 /// Loads function libraries (at start, nothing else runs: the claim is free).

@@ -39,6 +39,10 @@ struct Inner {
     end: u64,
     /// The database the stream's last `SELECT` chose (none: the next entry selects).
     db: Option<usize>,
+    /// On a replica: the database the primary's stream is in after the last byte fed (a
+    /// link that continues starts there, as the stream carries no `SELECT` until it
+    /// changes).
+    proxy_db: usize,
     backlog_size: usize,
     readers: Vec<Reader>,
     scratch: Vec<u8>,
@@ -83,6 +87,7 @@ impl Feed {
                 backlog: VecDeque::new(),
                 end: 0,
                 db: None,
+                proxy_db: 0,
                 backlog_size: 1 << 20,
                 readers: Vec::new(),
                 scratch: Vec::new(),
@@ -151,6 +156,34 @@ impl Feed {
         self.inner.lock().end
     }
 
+    /// On a replica: the database the primary's stream is in now.
+    pub fn proxy_db(&self) -> usize {
+        self.inner.lock().proxy_db
+    }
+
+    /// On a replica: the primary's stream continues in database `db` (the snapshot it
+    /// loaded says where).
+    pub fn set_proxy_db(&self, db: usize) {
+        self.inner.lock().proxy_db = db;
+    }
+
+    /// What an RDB file records of the stream (Redis' `repl-offset` and
+    /// `repl-stream-db`), read at a snapshot's cut: the offset and database a server
+    /// that loads it continues from. None while nothing is fed (a primary that never had
+    /// a replica, a replica not synced yet), as Redis writes none then.
+    pub fn save_info(&self) -> Option<(u64, usize)> {
+        if !self.is_active() {
+            return None;
+        }
+        let inner = self.inner.lock();
+        let db = if self.proxy.load(Ordering::Relaxed) {
+            inner.proxy_db
+        } else {
+            inner.db.unwrap_or(0)
+        };
+        Some((inner.end, db))
+    }
+
     /// `(first byte's offset, bytes held)` of the backlog.
     pub fn backlog_range(&self) -> (u64, u64) {
         let inner = self.inner.lock();
@@ -177,9 +210,11 @@ impl Feed {
         push_scratch(&mut inner);
     }
 
-    /// Appends bytes as they came from this replica's primary.
-    pub fn append_raw(&self, bytes: &[u8]) {
+    /// Appends bytes as they came from this replica's primary; `db`: the database its
+    /// stream is in after them.
+    pub fn append_raw(&self, bytes: &[u8], db: usize) {
         let mut inner = self.inner.lock();
+        inner.proxy_db = db;
         inner.backlog.extend(bytes);
         inner.end += bytes.len() as u64;
         after_append(&mut inner);
@@ -197,13 +232,19 @@ impl Feed {
     }
 
     /// Registers a reader at the end of the stream, for a full sync cut now (call under
-    /// every shard lock): the next entry selects its database again, as the replica's
-    /// stream starts without one. Returns the registration and the cut's offset.
-    pub fn register_at_cut(&self, id: u64, hard_limit: u64) -> (Registration, u64) {
+    /// every shard lock). Returns the registration, the cut's offset and the database the
+    /// stream after it starts in: on a primary the next entry selects its database again
+    /// (0 is as good as any); on a replica, where its primary's stream is.
+    pub fn register_at_cut(&self, id: u64, hard_limit: u64) -> (Registration, u64, usize) {
         let mut inner = self.inner.lock();
         inner.db = None;
         let end = inner.end;
-        (register(&mut inner, id, end + 1, hard_limit), end)
+        let db = if self.proxy.load(Ordering::Relaxed) {
+            inner.proxy_db
+        } else {
+            0
+        };
+        (register(&mut inner, id, end + 1, hard_limit), end, db)
     }
 
     pub fn unregister(&self, id: u64) {
@@ -323,12 +364,12 @@ mod tests {
     fn a_reader_gets_exactly_the_bytes_after_its_offset() {
         let feed = Feed::new();
         feed.activate(1 << 20);
-        feed.append_raw(b"0123456789");
+        feed.append_raw(b"0123456789", 0);
         let registration = feed.register_from(7, 4, 0).expect("in the backlog");
         let mut out = Vec::new();
         assert_eq!(feed.read(registration.id, &mut out, 4), Read::Bytes(4));
         assert_eq!(out, b"3456");
-        feed.append_raw(b"ab");
+        feed.append_raw(b"ab", 0);
         assert_eq!(feed.read(registration.id, &mut out, 100), Read::Bytes(5));
         assert_eq!(out, b"3456789ab");
         assert_eq!(feed.read(registration.id, &mut out, 100), Read::Bytes(0));
@@ -340,11 +381,11 @@ mod tests {
     fn the_backlog_keeps_its_size_and_what_readers_need() {
         let feed = Feed::new();
         feed.activate(4);
-        feed.append_raw(b"0123456789");
+        feed.append_raw(b"0123456789", 0);
         assert_eq!(feed.backlog_range(), (7, 4));
         assert!(feed.register_from(1, 6, 0).is_none(), "trimmed away");
         let registration = feed.register_from(1, 7, 0).unwrap();
-        feed.append_raw(b"abcdefgh");
+        feed.append_raw(b"abcdefgh", 0);
         // The reader still needs offset 7 onwards: nothing it needs is trimmed.
         assert_eq!(feed.backlog_range(), (7, 12));
         let mut out = Vec::new();
@@ -357,12 +398,12 @@ mod tests {
     fn a_reader_past_its_hard_limit_is_dropped_and_releases_the_backlog() {
         let feed = Feed::new();
         feed.activate(4);
-        let (registration, offset) = feed.register_at_cut(1, 8);
+        let (registration, offset, _) = feed.register_at_cut(1, 8);
         assert_eq!(offset, 0);
-        feed.append_raw(b"01234567");
+        feed.append_raw(b"01234567", 0);
         let mut out = Vec::new();
         assert_eq!(feed.read(registration.id, &mut out, 2), Read::Bytes(2));
-        feed.append_raw(b"89abc");
+        feed.append_raw(b"89abc", 0);
         assert_eq!(feed.read(registration.id, &mut out, 100), Read::Dropped);
         feed.unregister(registration.id);
         assert_eq!(feed.backlog_range().1, 4);

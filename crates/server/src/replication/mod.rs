@@ -434,6 +434,37 @@ pub fn info_section(server: &Server, out: &mut String) {
 }
 
 /// The replica hard output limit (`client-output-buffer-limit replica`), in bytes.
+/// At start, the RDB file said where the replication stream was when it was saved (Redis
+/// restores the same at load). A replica (`replicaof` in its configuration) takes that
+/// history and offset as its own, so its link asks for a partial resync from there
+/// instead of a full one; a primary keeps the history as its previous one (`replid2`),
+/// so its replicas can continue from it after its restart.
+pub fn continue_from_file(server: &Server, repl: crate::persistence::snapshot::ReplAux) {
+    let persistence = &server.persistence;
+    let backlog_size = server.config.get_i64("repl-backlog-size").max(1) as usize;
+    let replica = server.config.replicaof().is_some();
+    {
+        let mut ids = server.replication.ids.lock();
+        if replica {
+            ids.replid = repl.replid.clone();
+            ids.replid2 = "0".repeat(40);
+            ids.second_offset = -1;
+        } else {
+            ids.replid2 = repl.replid.clone();
+            ids.second_offset = repl.offset as i64 + 1;
+        }
+    }
+    persistence.start_feed(backlog_size);
+    persistence.feed.set_proxy(replica);
+    persistence.feed.reset_to(repl.offset);
+    persistence.feed.set_proxy_db(repl.db);
+    tracing::info!(
+        replid = repl.replid,
+        offset = repl.offset,
+        "the RDB file holds the replication stream up to this offset"
+    );
+}
+
 pub fn replica_hard_limit(server: &Server) -> u64 {
     server.config.client_output_buffer_limits()[1].hard_bytes
 }

@@ -395,12 +395,15 @@ async fn full_sync(
         server.keyspace.set_loading(true);
         let loaded = crate::persistence::snapshot::load_rdb(&server, &rdb, true);
         server.keyspace.set_loading(false);
-        let (_, keys) = loaded.context("loading the primary's RDB")?;
+        let loaded = loaded.context("loading the primary's RDB")?;
+        let keys = loaded.keys;
         server.replication.adopt_replid(&replid_owned);
         let backlog_size = server.config.get_i64("repl-backlog-size").max(1) as usize;
         server.persistence.start_feed(backlog_size);
         feed.set_proxy(true);
         feed.reset_to(offset);
+        // The stream after the snapshot is in the database the snapshot names.
+        feed.set_proxy_db(loaded.repl.map_or(0, |repl| repl.db));
         info!(keys, "the primary's snapshot is loaded");
         Ok(())
     })
@@ -430,6 +433,7 @@ async fn stream_from(server: &Arc<Server>, mut conn: Conn, epoch: u64) -> anyhow
         true,
     );
     client.is_primary_link = true;
+    client.db = server.persistence.feed.proxy_db();
     client
         .shared
         .role
@@ -467,6 +471,9 @@ async fn apply_stream(
     let interrupt = crate::net::interrupted(&shared, server);
     tokio::pin!(interrupt);
     let mut processed = feed.end();
+    // A transaction's bytes, fed with its EXEC: a snapshot's offset never falls inside
+    // one (Redis' replica does not advance its offset inside MULTI either).
+    let mut held = BytesMut::new();
     send_ack(conn, processed).await?;
     loop {
         while !conn.input.is_empty() {
@@ -483,15 +490,24 @@ async fn apply_stream(
             if !parsed {
                 break;
             }
-            if is_getack(&args) {
-                send_ack(conn, processed).await?;
-            } else {
-                run(server, client, &mut reply, &args).await;
-            }
             let command = mirror.split_to(pending);
             pending = 0;
             processed += command.len() as u64;
-            feed.append_raw(&command);
+            held.extend_from_slice(&command);
+            client.primary_bytes = Some(held.split().freeze());
+            if is_getack(&args) {
+                send_ack(conn, processed).await?;
+            } else {
+                // A write's commit feeds the bytes, under the write's locks.
+                run(server, client, &mut reply, &args).await;
+            }
+            if let Some(bytes) = client.primary_bytes.take() {
+                if client.multi.is_some() {
+                    held.extend_from_slice(&bytes);
+                } else {
+                    feed.append_raw(&bytes, client.db);
+                }
+            }
             replication
                 .link
                 .processed

@@ -203,8 +203,10 @@ async fn run(server: Arc<Server>, job: Arc<SyncJob>) {
             }
         });
         let replid = server.replication.ids().replid;
-        let offset = starts.first().map_or(0, |(_, offset)| *offset);
-        for (joiner, (registration, offset)) in joined.into_iter().zip(starts) {
+        let (offset, db) = starts
+            .first()
+            .map_or((0, 0), |(_, offset, db)| (*offset, *db));
+        for (joiner, (registration, offset, _)) in joined.into_iter().zip(starts) {
             if let Err((registration, _, _)) =
                 joiner.start.send((registration, offset, replid.clone()))
             {
@@ -212,7 +214,7 @@ async fn run(server: Arc<Server>, job: Arc<SyncJob>) {
                 server.persistence.feed.unregister(registration.id);
             }
         }
-        let aux = snapshot::ReplAux { replid, offset };
+        let aux = snapshot::ReplAux { replid, offset, db };
         let started = std::time::Instant::now();
         let mut writer = snapshot::write_rdb_into(&server, &cut, writer, false, Some(&aux))
             .map_err(|error| format!("{error:#}"))?;
