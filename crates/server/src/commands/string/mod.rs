@@ -5,10 +5,12 @@
 //! - [`counters`]: INCR, DECR, INCRBY, DECRBY, INCRBYFLOAT.
 //! - [`ranges`]: APPEND, STRLEN, GETRANGE, SUBSTR, SETRANGE.
 //! - [`lcs`]: LCS, the longest common subsequence of two strings.
+//! - [`compare`]: DELEX, DELIFEQ, DIGEST, and SET's value conditions.
 //!
 //! Shared here: reading a key as a string (the one place that knows which value types are
 //! strings), the option parser SET and GETEX share, and expiry arithmetic.
 
+pub(crate) mod compare;
 mod counters;
 mod get;
 mod lcs;
@@ -45,6 +47,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     ranges::SUBSTR,
     ranges::SETRANGE,
     lcs::LCS,
+    compare::DELEX,
+    compare::DELIFEQ,
+    compare::DIGEST,
 ];
 
 /// The bytes of a string value, `None` for any other type (the caller answers WRONGTYPE).
@@ -108,6 +113,13 @@ pub(crate) mod opt {
     pub const EXAT: u16 = 1 << 6;
     pub const PXAT: u16 = 1 << 7;
     pub const PERSIST: u16 = 1 << 8;
+    pub const IFEQ: u16 = 1 << 9;
+    pub const IFNE: u16 = 1 << 10;
+    pub const IFDEQ: u16 = 1 << 11;
+    pub const IFDNE: u16 = 1 << 12;
+
+    /// SET's conditions on the key: at most one of them.
+    pub const ANY_CONDITION: u16 = NX | XX | IFEQ | IFNE | IFDEQ | IFDNE;
 
     /// Every option that sets or clears the TTL.
     pub const ANY_EXPIRY: u16 = EX | PX | EXAT | PXAT | KEEPTTL | PERSIST;
@@ -125,10 +137,12 @@ enum OptionsOf {
     Getex,
 }
 
-/// Parsed options: the flags and the argument of EX/PX/EXAT/PXAT when one was given.
+/// Parsed options: the flags, the argument of EX/PX/EXAT/PXAT when one was given, and
+/// SET's value condition (IFEQ & co) with its argument.
 struct ExtendedOptions<'a> {
     flags: u16,
     expire: Option<&'a [u8]>,
+    condition: Option<compare::Condition<'a>>,
 }
 
 /// Parses SET's or GETEX's options. `Err` means `ERR syntax error`: an unknown word, a
@@ -141,6 +155,7 @@ fn parse_extended<'a>(
 ) -> Result<ExtendedOptions<'a>, ()> {
     let mut flags = 0u16;
     let mut expire = None;
+    let mut condition = None;
     let mut i = 0;
     while i < options.len() {
         let word = &options[i][..];
@@ -148,10 +163,27 @@ fn parse_extended<'a>(
         // Each expiry form conflicts with every other expiry form (itself excepted).
         let expiry_free_but = |own: u16| flags & (opt::ANY_EXPIRY & !own) == 0;
         let set = of == OptionsOf::Set;
-        let (flag, takes_value) = if set && is(word, "NX") && flags & opt::XX == 0 {
+        // Each condition conflicts with every other condition (itself excepted).
+        let condition_free_but = |own: u16| flags & (opt::ANY_CONDITION & !own) == 0;
+        let value_condition = if set {
+            compare::Condition::flag_of(word)
+        } else {
+            None
+        };
+        let (flag, takes_value) = if set && is(word, "NX") && condition_free_but(opt::NX) {
             (opt::NX, false)
-        } else if set && is(word, "XX") && flags & opt::NX == 0 {
+        } else if set && is(word, "XX") && condition_free_but(opt::XX) {
             (opt::XX, false)
+        } else if let Some(kind) =
+            value_condition.filter(|kind| condition_free_but(*kind) && has_value)
+        {
+            condition = Some(compare::Condition {
+                kind,
+                arg: &options[i + 1][..],
+            });
+            flags |= kind;
+            i += 2;
+            continue;
         } else if set && is(word, "GET") {
             (opt::GET, false)
         } else if set && is(word, "KEEPTTL") && expiry_free_but(opt::KEEPTTL) {
@@ -176,7 +208,11 @@ fn parse_extended<'a>(
         }
         i += 1;
     }
-    Ok(ExtendedOptions { flags, expire })
+    Ok(ExtendedOptions {
+        flags,
+        expire,
+        condition,
+    })
 }
 
 /// `ERR invalid expire time in '<command>' command`.

@@ -3,7 +3,8 @@
 use bytes::Bytes;
 use latch_keyspace::{Slot, Value};
 
-use super::{expire_deadline, opt, parse_extended, reply_string, OptionsOf};
+use super::compare::Condition;
+use super::{expire_deadline, opt, parse_extended, reply_string, string_of, OptionsOf};
 use crate::commands::{arity_error, err, is, Ctx};
 use crate::pubsub::notify;
 use crate::spec::{acl, docflag, flag, keyflag, Arg, ArgType, CommandSpec, Group, KeySpec};
@@ -30,7 +31,18 @@ pub const SET: CommandSpec = CommandSpec {
         Arg::string("value"),
         Arg::oneof(
             "condition",
-            &[Arg::token("nx", "NX"), Arg::token("xx", "XX")],
+            &[
+                Arg::token("nx", "NX"),
+                Arg::token("xx", "XX"),
+                Arg::string("ifeq-value").with_token("IFEQ").since("8.4.0"),
+                Arg::string("ifne-value").with_token("IFNE").since("8.4.0"),
+                Arg::string("ifdeq-digest")
+                    .with_token("IFDEQ")
+                    .since("8.4.0"),
+                Arg::string("ifdne-digest")
+                    .with_token("IFDNE")
+                    .since("8.4.0"),
+            ],
         )
         .optional()
         .since("2.6.12"),
@@ -58,6 +70,10 @@ pub const SET: CommandSpec = CommandSpec {
         ("6.0.0", "Gained the `KEEPTTL` option."),
         ("6.2.0", "Gained the `GET`, `EXAT` and `PXAT` options."),
         ("7.0.0", "`NX` and `GET` may be combined."),
+        (
+            "8.4.0",
+            "Gained the `IFEQ`, `IFNE`, `IFDEQ` and `IFDNE` options.",
+        ),
     ],
     handler: Some(set),
     ..CommandSpec::BASE
@@ -192,16 +208,24 @@ enum Answer {
 }
 
 /// The common core of SET, SETNX, SETEX and PSETEX (Redis' `setGenericCommand`). `flags`
-/// holds the parsed options; `expire` the argument of EX/PX/EXAT/PXAT when there is one.
+/// holds the parsed options; `expire` the argument of EX/PX/EXAT/PXAT when there is one;
+/// `condition` SET's IFEQ/IFNE/IFDEQ/IFDNE.
+#[allow(clippy::too_many_arguments)]
 fn set_generic(
     ctx: &mut Ctx<'_, '_>,
     args: &[Bytes],
     (key, value): (&Bytes, &Bytes),
     flags: u16,
     expire: Option<&[u8]>,
+    condition: Option<Condition<'_>>,
     command: &str,
     answer: Answer,
 ) {
+    if let Some(condition) = &condition {
+        if !condition.validate(ctx.reply) {
+            return;
+        }
+    }
     let db = ctx.db();
     let now = ctx.now();
     let deadline = match expire {
@@ -222,11 +246,24 @@ fn set_generic(
     }
     let found = existing.is_some();
     let kept_deadline = if flags & opt::KEEPTTL != 0 {
-        existing.and_then(|slot| slot.deadline())
+        existing.as_deref().and_then(|slot| slot.deadline())
     } else {
         None
     };
-    if (flags & opt::NX != 0 && found) || (flags & opt::XX != 0 && !found) {
+    let mut refused = (flags & opt::NX != 0 && found) || (flags & opt::XX != 0 && !found);
+    if let Some(condition) = &condition {
+        // A condition compares strings: another type is WRONGTYPE (after GET's own check).
+        let current = match existing.as_deref().map(|slot| string_of(slot.value())) {
+            None => None,
+            Some(Some(current)) => Some(&current[..]),
+            Some(None) => {
+                ctx.reply.error(crate::commands::err::WRONGTYPE);
+                return;
+            }
+        };
+        refused = !condition.holds(current);
+    }
+    if refused {
         if flags & opt::GET == 0 {
             match answer {
                 Answer::OkOrNil => ctx.reply.null(),
@@ -265,6 +302,15 @@ fn set_generic(
                 Bytes::from(at_ms.to_string()),
             ]
         });
+    } else if condition.is_some() {
+        // The condition held here; replicas (redis-server 7 among them) get the plain write.
+        ctx.propagate_with(|| {
+            let mut write = vec![Bytes::from_static(b"SET"), key.clone(), value.clone()];
+            if flags & opt::KEEPTTL != 0 {
+                write.push(Bytes::from_static(b"KEEPTTL"));
+            }
+            write
+        });
     } else if flags & opt::GET != 0 {
         // GET only reads: the log keeps the write without it (every GET, as Redis drops them).
         ctx.propagate_with(|| {
@@ -288,6 +334,7 @@ fn set(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         (&args[1], &args[2]),
         options.flags,
         options.expire,
+        options.condition,
         "set",
         Answer::OkOrNil,
     );
@@ -299,6 +346,7 @@ fn setnx(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         args,
         (&args[1], &args[2]),
         opt::NX,
+        None,
         None,
         "setnx",
         Answer::OneOrZero,
@@ -312,6 +360,7 @@ fn setex(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         (&args[1], &args[3]),
         opt::EX,
         Some(&args[2]),
+        None,
         "setex",
         Answer::OkOrNil,
     );
@@ -324,6 +373,7 @@ fn psetex(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         (&args[1], &args[3]),
         opt::PX,
         Some(&args[2]),
+        None,
         "psetex",
         Answer::OkOrNil,
     );
