@@ -1268,6 +1268,19 @@ impl<'a> Locked<'a> {
         }
     }
 
+    /// The clients blocked on `key` of `db`, in the order they blocked (those still alive).
+    /// Needs the key's shard.
+    pub fn waiters(&mut self, db: usize, key: &[u8]) -> Vec<Arc<dyn KeyWaiter>> {
+        let shard = self.shard_mut(self.keyspace.shard_of_key(key));
+        shard.blocked.get(key).map_or_else(Vec::new, |queue| {
+            queue
+                .iter()
+                .filter(|b| b.db == db)
+                .filter_map(|b| b.waiter.upgrade())
+                .collect()
+        })
+    }
+
     /// Takes `waiter` off `key` of `db`. When the key holds something, the next client
     /// blocked there is woken: whatever this one did not take may serve it.
     pub fn unblock_from(&mut self, db: usize, key: &[u8], waiter: &Arc<dyn KeyWaiter>) {

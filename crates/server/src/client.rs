@@ -117,12 +117,22 @@ pub struct BlockRequest {
     /// When to give up (`None`: never).
     pub deadline: Option<tokio::time::Instant>,
     pub waiter: Arc<Waiter>,
+    /// Whether a retry that finds nothing wakes the next client in line (a list popper:
+    /// what it could not use may serve the next). A lock waiter does not: nobody behind
+    /// it can take a lock it could not.
+    pub passes_turn: bool,
+    /// When to retry even if nothing wakes it: a lock waiter first in line retries when
+    /// the holder's TTL runs out, so the lock passes on at its deadline.
+    pub recheck_at: Option<tokio::time::Instant>,
 }
 
 /// How a blocked client is woken, and how a waker learns that the retry it caused is over.
 #[derive(Debug)]
 pub struct Waiter {
     pub notify: Notify,
+    /// Set for a client waiting for a lock (LOCK.ACQUIRE ... WAIT): LOCK.INFO lists it,
+    /// and only the first of them in line may take the lock.
+    pub lock: Option<LockWait>,
     /// Retries started; bumped under the keys' locks, so a waker reading it under the same
     /// locks knows the next retry sees its write.
     started: AtomicU64,
@@ -131,10 +141,22 @@ pub struct Waiter {
     done: watch::Sender<u64>,
 }
 
+/// Who waits for a lock, since when.
+#[derive(Debug, Clone, Copy)]
+pub struct LockWait {
+    pub client_id: u64,
+    pub since: Instant,
+}
+
 impl Waiter {
     pub fn new() -> Arc<Waiter> {
+        Waiter::with_lock(None)
+    }
+
+    pub fn with_lock(lock: Option<LockWait>) -> Arc<Waiter> {
         Arc::new(Waiter {
             notify: Notify::new(),
+            lock,
             started: AtomicU64::new(0),
             done: watch::Sender::new(0),
         })

@@ -506,7 +506,8 @@ fn dispatch(
         }
         // Logged while the locks are held, so the log's order is the order of effect.
         if !client.propagated.is_empty() {
-            let atomic = command.id == special().exec || command.spec.lock == LockPlan::Script;
+            let atomic = command.id == special().exec
+                || matches!(command.spec.lock, LockPlan::Script | LockPlan::LockAndFence);
             server.persistence.commit(client, atomic);
         }
         if !keys.woken.is_empty() {
@@ -728,7 +729,7 @@ fn settle_retry(server: &Server, client: &mut Client, answered: bool, keys: &mut
         }
         client.blocked = None;
         server.clients.mark_unblocked(&client.shared);
-    } else {
+    } else if block.passes_turn {
         for key in &block.keys {
             keys.pass_on(block.db, key, &waiter);
         }
@@ -787,6 +788,42 @@ pub fn block(
     timeout: Option<Duration>,
     null_bulk: bool,
 ) {
+    block_as(ctx, args, keys, timeout, null_bulk, Waiter::new());
+}
+
+/// [`block`] for a lock waiter: it keeps its place in line without passing its turn on,
+/// and LOCK.INFO lists it.
+pub fn block_for_lock(
+    ctx: &mut Ctx<'_, '_>,
+    args: &[Bytes],
+    key: &Bytes,
+    timeout: Option<Duration>,
+) {
+    let wait = crate::client::LockWait {
+        client_id: ctx.client.id,
+        since: std::time::Instant::now(),
+    };
+    block_as(
+        ctx,
+        args,
+        std::slice::from_ref(key),
+        timeout,
+        false,
+        Waiter::with_lock(Some(wait)),
+    );
+    if let Some(block) = ctx.client.blocked.as_mut() {
+        block.passes_turn = false;
+    }
+}
+
+fn block_as(
+    ctx: &mut Ctx<'_, '_>,
+    args: &[Bytes],
+    keys: &[Bytes],
+    timeout: Option<Duration>,
+    null_bulk: bool,
+    waiter: Arc<Waiter>,
+) {
     if ctx.client.blocked.is_some() {
         return;
     }
@@ -799,7 +836,6 @@ pub fn block(
         return;
     }
     let db = ctx.client.db;
-    let waiter = Waiter::new();
     let queued: Arc<dyn KeyWaiter> = waiter.clone();
     for key in keys {
         ctx.keys.block_on(db, key, &queued);
@@ -810,6 +846,8 @@ pub fn block(
         db,
         deadline: timeout.and_then(|t| tokio::time::Instant::now().checked_add(t)),
         waiter,
+        passes_turn: true,
+        recheck_at: None,
     });
     ctx.server.clients.mark_blocked(&ctx.client.shared);
 }
@@ -1231,7 +1269,7 @@ fn lock_transaction<'s>(server: &'s Server, client: &Client, queued: &[Queued]) 
     for entry in queued {
         let spec = table.get(entry.id).spec;
         let needs_all = match spec.lock {
-            LockPlan::All | LockPlan::Script => true,
+            LockPlan::All | LockPlan::Script | LockPlan::LockAndFence => true,
             LockPlan::Engine => false,
             LockPlan::Keys if spec.key_specs.is_empty() => !spec.has_flag(flag::FAST),
             LockPlan::Keys => match key_positions(spec, &entry.args, &mut positions) {
@@ -1272,6 +1310,13 @@ fn lock_for<'s>(
             }
         }
         LockPlan::Engine => keyspace.lock_none_at(reading),
+        LockPlan::LockAndFence => match args.get(1) {
+            Some(name) => {
+                let fence = crate::commands::locks::fence_key(name);
+                keyspace.lock_keys_at(&[&name[..], &fence[..]], reading)
+            }
+            None => keyspace.lock_keys_at::<&[u8]>(&[], reading),
+        },
         LockPlan::Keys if command.spec.key_specs.is_empty() => keyspace.lock_none_at(reading),
         LockPlan::Keys => match command.only_key_at {
             Some(at) => match args.get(at) {

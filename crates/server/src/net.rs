@@ -1323,6 +1323,7 @@ impl Blocked<'_> {
             };
             let waiter = block.waiter.clone();
             let deadline = block.deadline;
+            let recheck_at = block.recheck_at;
             if server.is_shutting_down() || client.shared.is_killed() {
                 return false;
             }
@@ -1332,6 +1333,7 @@ impl Blocked<'_> {
             let event = tokio::select! {
                 _ = waiter.notify.notified() => BlockEvent::Retry,
                 _ = sleep_until(deadline) => BlockEvent::TimedOut,
+                _ = sleep_until(recheck_at) => BlockEvent::Retry,
                 _ = client.shared.unblock_signal.notified() => BlockEvent::Unblocked,
                 _ = interrupted(&client.shared, server) => BlockEvent::Close,
                 _ = &mut outbox_ready => BlockEvent::Pushed,

@@ -356,6 +356,8 @@ pub enum Group {
     Geo,
     Stream,
     Bitmap,
+    /// Latch's own lock commands (LOCK.*).
+    Lock,
 }
 
 impl Group {
@@ -377,6 +379,7 @@ impl Group {
             Group::Geo => "geo",
             Group::Stream => "stream",
             Group::Bitmap => "bitmap",
+            Group::Lock => "lock",
         }
     }
 }
@@ -397,6 +400,10 @@ pub enum LockPlan {
     Script,
     /// The scripting claim and no shard: SCRIPT LOAD/FLUSH, FUNCTION LOAD...
     Engine,
+    /// A lock's key (the first key) and its fencing counter `{key}:fence` (LOCK.*): the
+    /// counter is not an argument, so the key specs cannot name it. Their effects are
+    /// logged as one transaction.
+    LockAndFence,
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -36,6 +36,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     commands::transaction::COMMANDS,
     commands::pubsub::COMMANDS,
     commands::replication::COMMANDS,
+    commands::locks::COMMANDS,
 ];
 
 /// One resolved entry: a command or a subcommand.

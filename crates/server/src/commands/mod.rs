@@ -21,6 +21,7 @@ pub mod hyperloglog;
 pub mod info;
 pub mod keys;
 pub mod list;
+pub mod locks;
 pub mod persistence;
 pub mod pubsub;
 pub mod replication;

@@ -1,0 +1,433 @@
+//! Latch's own lock commands, named as Redis modules name theirs:
+//!
+//! - `LOCK.ACQUIRE name token ttl-ms [WAIT timeout-ms]`: takes the lock for `token` for
+//!   `ttl-ms` milliseconds. Answers `[fencing-token, ttl-ms]`, or nil when the lock is held
+//!   (without WAIT) or the wait timed out. With WAIT the client waits in the server, first
+//!   come first served (`WAIT 0`: without limit), and is granted the lock the moment it is
+//!   deleted, released, or its TTL runs out. The holder asking again gets its grant again,
+//!   with the TTL renewed and the same fencing token (a request retried after a lost reply
+//!   is safe).
+//! - `LOCK.RELEASE name token`: 1 when `token` held the lock and it is released, else 0.
+//! - `LOCK.EXTEND name token ttl-ms`: 1 when `token` holds the lock and its TTL is now
+//!   `ttl-ms`, else 0.
+//! - `LOCK.INFO name`: the holder's token, the fencing token, the TTL left, and the
+//!   waiters (client id and milliseconds waited, first in line first), in one reply.
+//!
+//! A lock is an ordinary string key, `name`, holding the holder's token with a TTL: the key
+//! `SET name token NX PX ttl` and redis-py's Lock use, so old and new clients share a lock
+//! (a waiter is woken by any client's `DEL`, and by the TTL running out). The fencing token
+//! comes from the counter `{name}:fence`, the one `latch-lock` keeps: incremented by every
+//! grant and never below the server's clock in microseconds, so it keeps growing across a
+//! failover to a replica that missed the last grants. Both are ordinary keys, so RDB, AOF
+//! and replicas carry them as they are, and redis-server loads the files. Each command's
+//! effects are logged as one transaction.
+//!
+//! Only the first lock waiter in line may take a free lock: a client that asks without
+//! waiting finds the lock taken while others wait (clients using `SET NX` do not know
+//! the line and may still take it first). The first in line also retries at the holder's
+//! deadline, so an expired lock passes on then, not when a sweep finds it.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use latch_keyspace::{Deadline, KeyWaiter, Now, Value};
+
+use crate::client::{LockWait, Waiter};
+use crate::commands::{err, is, parse_i64, Ctx};
+use crate::gate;
+use crate::pubsub::notify;
+use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, Group, KeySpec, LockPlan};
+
+pub static COMMANDS: &[CommandSpec] = &[ACQUIRE, RELEASE, EXTEND, INFO];
+
+const NAME: Arg = Arg::key("name", 0);
+
+pub const ACQUIRE: CommandSpec = CommandSpec {
+    name: "lock.acquire",
+    group: Group::Lock,
+    summary: "Takes a lock for a token with a TTL, optionally waiting in line for it; answers \
+              the fencing token and the TTL, or nil.",
+    since: "0.1.0",
+    complexity: "O(1)",
+    arity: -4,
+    flags: flag::WRITE | flag::DENYOOM | flag::BLOCKING,
+    acl: acl::STRING | acl::BLOCKING,
+    lock: LockPlan::LockAndFence,
+    key_specs: &[KeySpec::single(
+        1,
+        keyflag::RW | keyflag::ACCESS | keyflag::INSERT | keyflag::UPDATE,
+    )],
+    arguments: &[
+        NAME,
+        Arg::string("token"),
+        Arg::integer("ttl-ms"),
+        Arg::integer("timeout-ms").with_token("WAIT").optional(),
+    ],
+    handler: Some(acquire),
+    ..CommandSpec::BASE
+};
+
+pub const RELEASE: CommandSpec = CommandSpec {
+    name: "lock.release",
+    group: Group::Lock,
+    summary: "Releases a lock its token holds; the first waiter in line takes it at once.",
+    since: "0.1.0",
+    complexity: "O(1)",
+    arity: 3,
+    flags: flag::WRITE | flag::FAST,
+    acl: acl::STRING,
+    lock: LockPlan::LockAndFence,
+    key_specs: &[KeySpec::single(1, keyflag::RW | keyflag::DELETE)],
+    arguments: &[NAME, Arg::string("token")],
+    handler: Some(release),
+    ..CommandSpec::BASE
+};
+
+pub const EXTEND: CommandSpec = CommandSpec {
+    name: "lock.extend",
+    group: Group::Lock,
+    summary: "Sets the TTL of a lock its token holds.",
+    since: "0.1.0",
+    complexity: "O(1)",
+    arity: 4,
+    flags: flag::WRITE | flag::FAST,
+    acl: acl::STRING,
+    lock: LockPlan::LockAndFence,
+    key_specs: &[KeySpec::single(1, keyflag::RW | keyflag::UPDATE)],
+    arguments: &[NAME, Arg::string("token"), Arg::integer("ttl-ms")],
+    handler: Some(extend),
+    ..CommandSpec::BASE
+};
+
+pub const INFO: CommandSpec = CommandSpec {
+    name: "lock.info",
+    group: Group::Lock,
+    summary: "Returns a lock's holder, fencing token, TTL and waiters.",
+    since: "0.1.0",
+    complexity: "O(N) where N is the number of waiters.",
+    arity: 2,
+    flags: flag::READONLY | flag::FAST,
+    acl: acl::STRING,
+    lock: LockPlan::LockAndFence,
+    key_specs: &[KeySpec::single(1, keyflag::RO | keyflag::ACCESS)],
+    arguments: &[NAME],
+    handler: Some(info),
+    ..CommandSpec::BASE
+};
+
+/// The key of a lock's fencing counter, `{name}:fence` (in the same cluster slot as the
+/// lock: the braces make `name` its hash tag).
+pub fn fence_key(name: &[u8]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(name.len() + 8);
+    key.push(b'{');
+    key.extend_from_slice(name);
+    key.extend_from_slice(b"}:fence");
+    key
+}
+
+const BAD_FENCE: &[u8] = b"ERR the lock's fencing counter does not hold an integer";
+
+/// A TTL argument: a positive number of milliseconds a deadline can hold.
+fn parse_ttl(ctx: &mut Ctx<'_, '_>, arg: &[u8], command: &str) -> Option<(i64, Deadline)> {
+    let Some(ms) = parse_i64(arg) else {
+        ctx.reply.error(err::NOT_INTEGER);
+        return None;
+    };
+    let deadline = if ms > 0 {
+        Deadline::after(ctx.now(), ms)
+    } else {
+        None
+    };
+    match deadline {
+        Some(deadline) => Some((ms, deadline)),
+        None => {
+            ctx.reply
+                .error(format!("ERR invalid expire time in '{command}' command").as_bytes());
+            None
+        }
+    }
+}
+
+/// What holds the lock now: nothing, a token (with its TTL left, -1 for none), or a value
+/// of another type.
+enum Holder {
+    Free,
+    Token(Vec<u8>, i64),
+    OtherType,
+}
+
+fn holder(ctx: &mut Ctx<'_, '_>, name: &[u8]) -> Holder {
+    let db = ctx.db();
+    let now = ctx.now();
+    match ctx.keys.get_slot(db, name) {
+        None => Holder::Free,
+        Some(slot) => {
+            let ttl = slot.deadline().map_or(-1, |d| d.remaining_ms(now).max(0));
+            match slot.value() {
+                Value::Str(token) => Holder::Token(token.clone(), ttl),
+                _ => Holder::OtherType,
+            }
+        }
+    }
+}
+
+/// The waiters for lock `name`, first in line first (other clients blocked on the key,
+/// BLPOP on a string, are not in its line).
+fn lock_waiters(ctx: &mut Ctx<'_, '_>, name: &[u8]) -> Vec<(LockWait, Arc<dyn KeyWaiter>)> {
+    let db = ctx.db();
+    ctx.keys
+        .waiters(db, name)
+        .into_iter()
+        .filter_map(|queued| {
+            let waiter = queued.as_any().downcast_ref::<Waiter>()?;
+            let lock = waiter.lock?;
+            Some((lock, queued.clone()))
+        })
+        .collect()
+}
+
+/// Whether this client may take a free lock: nobody waits for it, or this client is the
+/// first lock waiter in line.
+fn my_turn(ctx: &mut Ctx<'_, '_>, name: &[u8]) -> bool {
+    let mine = ctx
+        .client
+        .blocked
+        .as_ref()
+        .map(|block| block.waiter.clone());
+    let first = lock_waiters(ctx, name).into_iter().next();
+    match (first, mine) {
+        (None, _) => true,
+        (Some((_, first)), Some(mine)) => std::ptr::eq(
+            Arc::as_ptr(&first).cast::<()>(),
+            Arc::as_ptr(&mine).cast::<()>(),
+        ),
+        (Some(_), None) => false,
+    }
+}
+
+/// The wall clock in microseconds: the floor of every fencing token.
+fn clock_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_micros() as i64)
+}
+
+/// The next fencing token of `name`: the counter plus one, never below the clock in
+/// microseconds. Stores it. None (after the error) when the counter is not an integer.
+fn next_fence(ctx: &mut Ctx<'_, '_>, name: &[u8]) -> Option<i64> {
+    let db = ctx.db();
+    let key = fence_key(name);
+    let current = match ctx.keys.get(db, &key) {
+        None => 0,
+        Some(Value::Str(text)) => match parse_i64(text) {
+            Some(n) => n,
+            None => {
+                ctx.reply.error(BAD_FENCE);
+                return None;
+            }
+        },
+        Some(_) => {
+            ctx.reply.error(err::WRONGTYPE);
+            return None;
+        }
+    };
+    let fence = current.saturating_add(1).max(clock_us());
+    let text = fence.to_string();
+    ctx.keys
+        .set(db, &key, Value::Str(text.clone().into_bytes()), None);
+    ctx.keys.signal_modified(db, &key);
+    ctx.notify(notify::STRING, "set", &key);
+    ctx.propagate_with(|| {
+        vec![
+            Bytes::from_static(b"SET"),
+            Bytes::from(key),
+            Bytes::from(text),
+        ]
+    });
+    Some(fence)
+}
+
+/// The fencing counter as it stands (0 when there is none).
+fn current_fence(ctx: &mut Ctx<'_, '_>, name: &[u8]) -> i64 {
+    let db = ctx.db();
+    match ctx.keys.get(db, &fence_key(name)) {
+        Some(Value::Str(text)) => parse_i64(text).unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Sets the lock key to `token` until `deadline`, and logs it with the absolute time.
+fn grant(ctx: &mut Ctx<'_, '_>, name: &Bytes, token: &Bytes, deadline: Deadline, now: Now) {
+    let db = ctx.db();
+    ctx.keys
+        .set(db, name, Value::Str(token.to_vec()), Some(deadline));
+    ctx.keys.signal_modified(db, name);
+    ctx.notify(notify::STRING, "set", name);
+    ctx.notify(notify::GENERIC, "expire", name);
+    let at_ms = deadline.unix_ms(now);
+    ctx.propagate_with(|| {
+        vec![
+            Bytes::from_static(b"SET"),
+            name.clone(),
+            token.clone(),
+            Bytes::from_static(b"PXAT"),
+            Bytes::from(at_ms.to_string()),
+        ]
+    });
+}
+
+/// `WAIT timeout-ms` after the TTL, if given. `Err` after the error reply.
+fn parse_wait(ctx: &mut Ctx<'_, '_>, rest: &[Bytes]) -> Result<Option<Option<Duration>>, ()> {
+    match rest {
+        [] => Ok(None),
+        [word, timeout] if is(word, "WAIT") => match parse_i64(timeout) {
+            Some(ms) if ms >= 0 => Ok(Some((ms > 0).then(|| Duration::from_millis(ms as u64)))),
+            Some(_) => {
+                ctx.reply.error(b"ERR timeout is negative");
+                Err(())
+            }
+            None => {
+                ctx.reply
+                    .error(b"ERR timeout is not an integer or out of range");
+                Err(())
+            }
+        },
+        _ => {
+            ctx.reply.error(err::SYNTAX);
+            Err(())
+        }
+    }
+}
+
+fn acquire(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let (name, token) = (&args[1], &args[2]);
+    let Ok(wait) = parse_wait(ctx, &args[4..]) else {
+        return;
+    };
+    let Some((ttl_ms, deadline)) = parse_ttl(ctx, &args[3], "lock.acquire") else {
+        return;
+    };
+    let now = ctx.now();
+    match holder(ctx, name) {
+        Holder::OtherType => {
+            ctx.reply.error(err::WRONGTYPE);
+            return;
+        }
+        Holder::Token(held, _) if held == token[..] => {
+            // The holder asking again: the same grant, renewed.
+            grant(ctx, name, token, deadline, now);
+            let fence = current_fence(ctx, name);
+            answer_grant(ctx, fence, ttl_ms);
+            return;
+        }
+        Holder::Free if my_turn(ctx, name) => {
+            let Some(fence) = next_fence(ctx, name) else {
+                return;
+            };
+            grant(ctx, name, token, deadline, now);
+            answer_grant(ctx, fence, ttl_ms);
+            return;
+        }
+        Holder::Free | Holder::Token(..) => {}
+    }
+    let Some(timeout) = wait else {
+        ctx.reply.null_array();
+        return;
+    };
+    if ctx.client.blocked.is_none() {
+        gate::block_for_lock(ctx, args, name, timeout);
+    }
+    // Waiting: the first in line retries when the holder's TTL runs out.
+    let recheck = match holder(ctx, name) {
+        Holder::Token(_, left) if left >= 0 && my_turn(ctx, name) => {
+            // A key is passed once its deadline is behind: one millisecond after it.
+            Some(tokio::time::Instant::now() + Duration::from_millis(left as u64 + 1))
+        }
+        _ => None,
+    };
+    if let Some(block) = ctx.client.blocked.as_mut() {
+        block.recheck_at = recheck;
+    }
+}
+
+fn answer_grant(ctx: &mut Ctx<'_, '_>, fence: i64, ttl_ms: i64) {
+    ctx.reply.array(2);
+    ctx.reply.integer(fence);
+    ctx.reply.integer(ttl_ms);
+}
+
+fn release(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let (name, token) = (&args[1], &args[2]);
+    match holder(ctx, name) {
+        Holder::OtherType => ctx.reply.error(err::WRONGTYPE),
+        Holder::Token(held, _) if held == token[..] => {
+            let db = ctx.db();
+            ctx.keys.remove(db, name);
+            ctx.keys.signal_modified(db, name);
+            ctx.notify(notify::GENERIC, "del", name);
+            ctx.propagate_with(|| vec![Bytes::from_static(b"DEL"), name.clone()]);
+            ctx.reply.integer(1);
+        }
+        _ => ctx.reply.integer(0),
+    }
+}
+
+fn extend(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let (name, token) = (&args[1], &args[2]);
+    let Some((_, deadline)) = parse_ttl(ctx, &args[3], "lock.extend") else {
+        return;
+    };
+    let now = ctx.now();
+    match holder(ctx, name) {
+        Holder::OtherType => ctx.reply.error(err::WRONGTYPE),
+        Holder::Token(held, _) if held == token[..] => {
+            let db = ctx.db();
+            ctx.keys.set_deadline(db, name, Some(deadline));
+            ctx.keys.signal_modified(db, name);
+            ctx.notify(notify::GENERIC, "expire", name);
+            let at_ms = deadline.unix_ms(now);
+            ctx.propagate_with(|| {
+                vec![
+                    Bytes::from_static(b"PEXPIREAT"),
+                    name.clone(),
+                    Bytes::from(at_ms.to_string()),
+                ]
+            });
+            ctx.reply.integer(1);
+        }
+        _ => ctx.reply.integer(0),
+    }
+}
+
+fn info(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let name = &args[1];
+    let (token, ttl) = match holder(ctx, name) {
+        Holder::OtherType => {
+            ctx.reply.error(err::WRONGTYPE);
+            return;
+        }
+        Holder::Free => (None, -2),
+        Holder::Token(token, ttl) => (Some(token), ttl),
+    };
+    let fence = current_fence(ctx, name);
+    let waiters = lock_waiters(ctx, name);
+    let reply = &mut *ctx.reply;
+    reply.map(4);
+    reply.bulk(b"holder");
+    match &token {
+        Some(token) => reply.bulk(token),
+        None => reply.null(),
+    }
+    reply.bulk(b"fencing-token");
+    reply.integer(fence);
+    reply.bulk(b"ttl-ms");
+    reply.integer(ttl);
+    reply.bulk(b"waiters");
+    reply.array(waiters.len());
+    for (lock, _) in &waiters {
+        reply.array(2);
+        reply.integer(lock.client_id as i64);
+        reply.integer(lock.since.elapsed().as_millis() as i64);
+    }
+}

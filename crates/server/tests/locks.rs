@@ -1,0 +1,416 @@
+//! Latch's native locks (LOCK.ACQUIRE / RELEASE / EXTEND / INFO): grants and fencing
+//! tokens, waiting in line in the server, the hand-over at a release or at the holder's
+//! deadline, sharing a lock with clients that use `SET NX PX` and `DEL`, and the blocking
+//! rules every blocking command follows (timeouts, CLIENT UNBLOCK, MULTI, killed waiters).
+
+mod common;
+
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::replies::{SYNTAX, WRONGTYPE};
+use common::{check, TestServer};
+use latch_testkit::{Program, Server};
+use redis::{Connection, Value};
+
+fn client(server: &TestServer) -> Connection {
+    let conn = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    conn
+}
+
+/// A grant's `[fencing-token, ttl-ms]`, or None for nil.
+fn acquire(conn: &mut Connection, args: &[&str]) -> Option<(i64, i64)> {
+    let mut cmd = redis::cmd("LOCK.ACQUIRE");
+    for arg in args {
+        cmd.arg(*arg);
+    }
+    match cmd.query::<Value>(conn).unwrap() {
+        Value::Nil => None,
+        Value::Array(items) => match items.as_slice() {
+            [Value::Int(fence), Value::Int(ttl)] => Some((*fence, *ttl)),
+            other => panic!("LOCK.ACQUIRE answered {other:?}"),
+        },
+        other => panic!("LOCK.ACQUIRE answered {other:?}"),
+    }
+}
+
+fn int(conn: &mut Connection, args: &[&str]) -> i64 {
+    let mut cmd = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        cmd.arg(*arg);
+    }
+    cmd.query(conn).unwrap()
+}
+
+/// LOCK.INFO as (holder, fencing token, ttl, waiters' client ids).
+fn info(conn: &mut Connection, name: &str) -> (Option<String>, i64, i64, Vec<i64>) {
+    let reply: Value = redis::cmd("LOCK.INFO").arg(name).query(conn).unwrap();
+    let Value::Array(items) = reply else {
+        panic!("LOCK.INFO answered {reply:?}")
+    };
+    let field = |wanted: &str| {
+        items
+            .chunks(2)
+            .find(|pair| pair[0] == Value::BulkString(wanted.as_bytes().to_vec()))
+            .map(|pair| pair[1].clone())
+            .unwrap_or_else(|| panic!("LOCK.INFO lacks {wanted}: {items:?}"))
+    };
+    let holder = match field("holder") {
+        Value::Nil => None,
+        Value::BulkString(bytes) => Some(String::from_utf8(bytes).unwrap()),
+        other => panic!("holder {other:?}"),
+    };
+    let (Value::Int(fence), Value::Int(ttl), Value::Array(waiters)) =
+        (field("fencing-token"), field("ttl-ms"), field("waiters"))
+    else {
+        panic!("LOCK.INFO answered {items:?}")
+    };
+    let waiters = waiters
+        .iter()
+        .map(|waiter| match waiter {
+            Value::Array(pair) => match pair[0] {
+                Value::Int(id) => id,
+                _ => panic!("waiter {pair:?}"),
+            },
+            other => panic!("waiter {other:?}"),
+        })
+        .collect();
+    (holder, fence, ttl, waiters)
+}
+
+fn wait_for_waiters(conn: &mut Connection, name: &str, count: usize) -> Vec<i64> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, _, _, waiters) = info(conn, name);
+        if waiters.len() == count {
+            return waiters;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{count} waiters never queued: {waiters:?}"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn grants_releases_extends_and_fencing_tokens_grow() {
+    let server = TestServer::start(&[]);
+    let mut c = client(&server);
+    let (first, ttl) = acquire(&mut c, &["job", "a", "10000"]).expect("free lock");
+    assert_eq!(ttl, 10000);
+    assert_eq!(acquire(&mut c, &["job", "b", "10000"]), None, "held by a");
+    // The holder asking again: the same fencing token, the TTL renewed.
+    assert_eq!(
+        acquire(&mut c, &["job", "a", "20000"]),
+        Some((first, 20000))
+    );
+    assert!(int(&mut c, &["PTTL", "job"]) > 15000);
+    let (holder, fence, ttl, waiters) = info(&mut c, "job");
+    assert_eq!(
+        (holder.as_deref(), fence, waiters.len()),
+        (Some("a"), first, 0)
+    );
+    assert!(ttl > 15000, "ttl {ttl}");
+
+    assert_eq!(int(&mut c, &["LOCK.EXTEND", "job", "b", "500"]), 0);
+    assert_eq!(int(&mut c, &["LOCK.EXTEND", "job", "a", "500000"]), 1);
+    assert!(int(&mut c, &["PTTL", "job"]) > 400_000);
+    assert_eq!(int(&mut c, &["LOCK.RELEASE", "job", "b"]), 0);
+    assert_eq!(int(&mut c, &["LOCK.RELEASE", "job", "a"]), 1);
+    assert_eq!(int(&mut c, &["LOCK.RELEASE", "job", "a"]), 0);
+    assert_eq!(int(&mut c, &["EXISTS", "job"]), 0);
+
+    // Tokens grow strictly, and are kept in `{job}:fence`, the counter latch-lock uses.
+    let (second, _) = acquire(&mut c, &["job", "b", "1000"]).unwrap();
+    assert!(second > first, "{second} after {first}");
+    let stored: String = redis::cmd("GET").arg("{job}:fence").query(&mut c).unwrap();
+    assert_eq!(stored, second.to_string());
+    // A counter set far ahead (another server's, after a failover) is continued.
+    int(&mut c, &["LOCK.RELEASE", "job", "b"]);
+    let ahead = (second + 1_000_000_000).to_string();
+    let _: () = redis::cmd("SET")
+        .arg("{job}:fence")
+        .arg(&ahead)
+        .query(&mut c)
+        .unwrap();
+    let (third, _) = acquire(&mut c, &["job", "c", "1000"]).unwrap();
+    assert_eq!(third, second + 1_000_000_001);
+
+    let (holder, fence, ttl, _) = info(&mut c, "nothing");
+    assert_eq!((holder, fence, ttl), (None, 0, -2));
+}
+
+#[test]
+fn bad_arguments() {
+    let server = TestServer::start(&[]);
+    let mut c = server.raw();
+    check(
+        &mut c,
+        "LOCK.ACQUIRE l t 0",
+        "-ERR invalid expire time in 'lock.acquire' command\r\n",
+    );
+    check(
+        &mut c,
+        "LOCK.ACQUIRE l t -5",
+        "-ERR invalid expire time in 'lock.acquire' command\r\n",
+    );
+    check(
+        &mut c,
+        "LOCK.ACQUIRE l t x",
+        "-ERR value is not an integer or out of range\r\n",
+    );
+    check(&mut c, "LOCK.ACQUIRE l t 100 WAIT", SYNTAX);
+    check(&mut c, "LOCK.ACQUIRE l t 100 LATER 5", SYNTAX);
+    check(
+        &mut c,
+        "LOCK.ACQUIRE l t 100 WAIT -1",
+        "-ERR timeout is negative\r\n",
+    );
+    check(
+        &mut c,
+        "LOCK.ACQUIRE l t 100 WAIT x",
+        "-ERR timeout is not an integer or out of range\r\n",
+    );
+    check(
+        &mut c,
+        "LOCK.ACQUIRE l t",
+        "-ERR wrong number of arguments for 'lock.acquire' command\r\n",
+    );
+    check(
+        &mut c,
+        "LOCK.EXTEND l t 0",
+        "-ERR invalid expire time in 'lock.extend' command\r\n",
+    );
+    check(&mut c, "RPUSH l x", ":1\r\n");
+    check(&mut c, "LOCK.ACQUIRE l t 100", WRONGTYPE);
+    check(&mut c, "LOCK.RELEASE l t", WRONGTYPE);
+    check(&mut c, "LOCK.INFO l", WRONGTYPE);
+    check(&mut c, "SET n:x 1", "+OK\r\n");
+    check(&mut c, "SET {n}:fence not-a-number", "+OK\r\n");
+    check(
+        &mut c,
+        "LOCK.ACQUIRE n t 100",
+        "-ERR the lock's fencing counter does not hold an integer\r\n",
+    );
+    check(&mut c, "EXISTS n", ":0\r\n");
+}
+
+/// Waiters are granted the lock in the order they asked, each the moment the one before
+/// releases it; a client that asks without waiting does not get ahead of them.
+#[test]
+fn waiters_are_served_in_order() {
+    let server = TestServer::start(&[]);
+    let mut c = client(&server);
+    acquire(&mut c, &["queue", "holder", "60000"]).unwrap();
+    let (granted_tx, granted_rx) = mpsc::channel();
+    let mut threads = Vec::new();
+    for i in 0..5 {
+        let mut conn = client(&server);
+        let granted = granted_tx.clone();
+        threads.push(thread::spawn(move || {
+            let token = format!("w{i}");
+            let grant = acquire(&mut conn, &["queue", &token, "60000", "WAIT", "0"]);
+            let (fence, _) = grant.expect("granted while waiting");
+            granted.send((i, fence)).unwrap();
+            thread::sleep(Duration::from_millis(20));
+            assert_eq!(int(&mut conn, &["LOCK.RELEASE", "queue", &token]), 1);
+        }));
+        // Each in line before the next asks.
+        wait_for_waiters(&mut c, "queue", i + 1);
+    }
+    assert_eq!(acquire(&mut c, &["queue", "barger", "60000"]), None);
+    assert_eq!(int(&mut c, &["LOCK.RELEASE", "queue", "holder"]), 1);
+    // Freed, but five wait: an asker without WAIT still does not get it.
+    assert_eq!(acquire(&mut c, &["queue", "barger", "60000"]), None);
+    let mut order = Vec::new();
+    for _ in 0..5 {
+        order.push(granted_rx.recv_timeout(Duration::from_secs(10)).unwrap());
+    }
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let served: Vec<usize> = order.iter().map(|(i, _)| *i).collect();
+    assert_eq!(served, vec![0, 1, 2, 3, 4]);
+    assert!(
+        order.windows(2).all(|pair| pair[1].1 > pair[0].1),
+        "{order:?}"
+    );
+    assert!(acquire(&mut c, &["queue", "after", "1000"]).is_some());
+}
+
+/// A lock taken with `SET NX PX` by a client that knows nothing of LOCK.*: a waiter gets it
+/// when its TTL runs out (at the deadline, not at a later sweep), and when a client DELs it.
+#[test]
+fn waiters_take_over_plain_keys_at_their_deadline_or_deletion() {
+    let server = TestServer::start(&[]);
+    let mut c = client(&server);
+    for _ in 0..3 {
+        let _: () = redis::cmd("SET")
+            .arg("plain")
+            .arg("old-client")
+            .arg("NX")
+            .arg("PX")
+            .arg(300)
+            .query(&mut c)
+            .unwrap();
+        let started = Instant::now();
+        let mut waiter = client(&server);
+        let grant = acquire(
+            &mut waiter,
+            &["plain", "new-client", "5000", "WAIT", "5000"],
+        );
+        let waited = started.elapsed();
+        assert!(grant.is_some(), "granted after the TTL");
+        assert!(
+            waited >= Duration::from_millis(290) && waited < Duration::from_millis(340),
+            "granted {waited:?} after a 300 ms TTL began"
+        );
+        assert_eq!(int(&mut c, &["LOCK.RELEASE", "plain", "new-client"]), 1);
+    }
+
+    let _: () = redis::cmd("SET")
+        .arg("plain")
+        .arg("old-client")
+        .arg("NX")
+        .query(&mut c)
+        .unwrap();
+    let waiter = {
+        let mut conn = client(&server);
+        thread::spawn(move || acquire(&mut conn, &["plain", "new-client", "5000", "WAIT", "0"]))
+    };
+    wait_for_waiters(&mut c, "plain", 1);
+    assert_eq!(int(&mut c, &["DEL", "plain"]), 1);
+    assert!(waiter.join().unwrap().is_some());
+    let holder: String = redis::cmd("GET").arg("plain").query(&mut c).unwrap();
+    assert_eq!(holder, "new-client");
+}
+
+#[test]
+fn waits_end_as_blocking_commands_end() {
+    let server = TestServer::start(&[]);
+    let mut c = client(&server);
+    acquire(&mut c, &["held", "owner", "60000"]).unwrap();
+
+    // A timeout answers nil.
+    let started = Instant::now();
+    let mut w = client(&server);
+    assert_eq!(acquire(&mut w, &["held", "w", "1000", "WAIT", "200"]), None);
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    assert_eq!(wait_for_waiters(&mut c, "held", 0), Vec::<i64>::new());
+
+    // CLIENT UNBLOCK, both ways.
+    for (how, expected) in [("TIMEOUT", "nil"), ("ERROR", "UNBLOCKED")] {
+        let mut conn = client(&server);
+        let id = int(&mut conn, &["CLIENT", "ID"]);
+        let waiting = thread::spawn(move || {
+            redis::cmd("LOCK.ACQUIRE")
+                .arg("held")
+                .arg("w")
+                .arg(1000)
+                .arg("WAIT")
+                .arg(0)
+                .query::<Value>(&mut conn)
+        });
+        assert_eq!(wait_for_waiters(&mut c, "held", 1), vec![id]);
+        assert_eq!(int(&mut c, &["CLIENT", "UNBLOCK", &id.to_string(), how]), 1);
+        match (expected, waiting.join().unwrap()) {
+            ("nil", Ok(Value::Nil)) => {}
+            ("UNBLOCKED", Err(error)) => {
+                assert!(error.to_string().contains("UNBLOCKED"), "{error}")
+            }
+            (_, other) => panic!("CLIENT UNBLOCK {how}: {other:?}"),
+        }
+    }
+
+    // In MULTI the wait does not happen: nil at once.
+    let _: () = redis::cmd("MULTI").query(&mut w).unwrap();
+    let _: () = redis::cmd("LOCK.ACQUIRE")
+        .arg("held")
+        .arg("w")
+        .arg(1000)
+        .arg("WAIT")
+        .arg(0)
+        .query(&mut w)
+        .unwrap();
+    let replies: Vec<Value> = redis::cmd("EXEC").query(&mut w).unwrap();
+    assert_eq!(replies, vec![Value::Nil]);
+
+    // A waiter killed in line: the one behind it gets the lock.
+    let mut doomed = client(&server);
+    let doomed_id = int(&mut doomed, &["CLIENT", "ID"]);
+    let doomed_wait = thread::spawn(move || {
+        redis::cmd("LOCK.ACQUIRE")
+            .arg("held")
+            .arg("doomed")
+            .arg(1000)
+            .arg("WAIT")
+            .arg(0)
+            .query::<Value>(&mut doomed)
+    });
+    wait_for_waiters(&mut c, "held", 1);
+    let next = {
+        let mut conn = client(&server);
+        thread::spawn(move || acquire(&mut conn, &["held", "next", "1000", "WAIT", "0"]))
+    };
+    wait_for_waiters(&mut c, "held", 2);
+    assert_eq!(
+        int(&mut c, &["CLIENT", "KILL", "ID", &doomed_id.to_string()]),
+        1
+    );
+    assert!(doomed_wait.join().unwrap().is_err());
+    assert_eq!(int(&mut c, &["LOCK.RELEASE", "held", "owner"]), 1);
+    assert!(next.join().unwrap().is_some());
+    let (holder, _, _, waiters) = info(&mut c, "held");
+    assert_eq!((holder.as_deref(), waiters.len()), (Some("next"), 0));
+}
+
+/// The stream carries a grant as plain commands in one transaction, which a redis-server
+/// 7.0 replica applies: the lock key with its absolute deadline, and the fencing counter.
+#[test]
+fn a_redis_server_replica_holds_the_lock_and_the_counter() {
+    let primary = Server::start(Program::Latch, &["--repl-diskless-sync-delay", "0"]);
+    let port = primary.port.to_string();
+    let replica = Server::start(Program::Redis, &["--replicaof", "127.0.0.1", &port]);
+    let connect = |server: &Server| {
+        redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    };
+    let (mut p, mut r) = (connect(&primary), connect(&replica));
+    let (fence, _) = acquire(&mut p, &["job", "a", "600000"]).unwrap();
+    assert_eq!(int(&mut p, &["LOCK.EXTEND", "job", "a", "700000"]), 1);
+    let _: () = redis::cmd("SET").arg("done").arg(1).query(&mut p).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while redis::cmd("GET")
+        .arg("done")
+        .query::<Option<String>>(&mut r)
+        .unwrap()
+        .is_none()
+    {
+        assert!(Instant::now() < deadline, "the replica never caught up");
+        thread::sleep(Duration::from_millis(20));
+    }
+    let holder: String = redis::cmd("GET").arg("job").query(&mut r).unwrap();
+    assert_eq!(holder, "a");
+    assert!(int(&mut r, &["PTTL", "job"]) > 600_000);
+    let counter: String = redis::cmd("GET").arg("{job}:fence").query(&mut r).unwrap();
+    assert_eq!(counter, fence.to_string());
+    assert_eq!(int(&mut p, &["LOCK.RELEASE", "job", "a"]), 1);
+    let _: () = redis::cmd("SET").arg("done").arg(2).query(&mut p).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while int(&mut r, &["EXISTS", "job"]) == 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the release never reached the replica"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
