@@ -335,7 +335,17 @@ impl Workers {
             .map(|s| s.to_string())
             .collect();
         args.extend(cluster.sentinel_args());
-        for arg in ["--ttl", TTL, "--wait", "60s", "--grace", "300ms"] {
+        // The scripts' polling leaves the lock free between holders, which the injection
+        // below waits for; native locks hand it over within a millisecond.
+        for arg in [
+            "--ttl",
+            TTL,
+            "--wait",
+            "60s",
+            "--grace",
+            "300ms",
+            "--no-native-locks",
+        ] {
             args.push(arg.to_string());
         }
         if wait_replicas {

@@ -120,14 +120,20 @@ impl Locker {
     }
 
     /// Tries until the lock is granted or `options.wait` has passed (one try without a wait),
-    /// sleeping a jittered, growing delay between tries.
+    /// sleeping a jittered, growing delay between tries. On one server that has Latch's
+    /// native locks, the wait happens in the server instead (`LOCK.ACQUIRE ... WAIT`): in
+    /// line, granted the moment the lock is released or its TTL runs out.
     pub async fn acquire(&self, name: &str) -> Result<Lease, LockError> {
         let options = &self.inner.options;
         let started = Instant::now();
         let deadline = options.wait.map(|wait| started + wait);
         let mut delay = options.retry_delay;
         loop {
-            let error = match self.try_acquire(name).await {
+            let attempt = match self.native_node().await {
+                Some(node) => self.native_acquire(node, name, deadline).await,
+                None => self.try_acquire(name).await,
+            };
+            let error = match attempt {
                 Ok(lease) => return Ok(lease),
                 Err(err) if err.is_retryable() => err,
                 Err(err) => return Err(err),
@@ -149,6 +155,78 @@ impl Locker {
             let sleep = rand::thread_rng().gen_range(delay / 2..=delay);
             tokio::time::sleep(sleep.min(deadline - now)).await;
             delay = (delay * 2).min(options.max_retry_delay);
+        }
+    }
+
+    /// The server, when the lock is on one server that has Latch's native locks.
+    async fn native_node(&self) -> Option<&Node> {
+        let inner = &self.inner;
+        if !inner.options.native {
+            return None;
+        }
+        match inner.nodes.as_slice() {
+            [node] if node.has_native_locks(inner.options.node_timeout()).await => Some(node),
+            _ => None,
+        }
+    }
+
+    /// One `LOCK.ACQUIRE`, waiting in the server until `deadline` (none: no wait). A grant
+    /// after a wait counts its validity from the reply, less the drift allowance.
+    async fn native_acquire(
+        &self,
+        node: &Node,
+        name: &str,
+        deadline: Option<Instant>,
+    ) -> Result<Lease, LockError> {
+        let options = &self.inner.options;
+        let token = token::random_token();
+        let ttl_ms = options.ttl.as_millis().max(1) as u64;
+        let started = Instant::now();
+        let wait = deadline.map(|deadline| deadline.saturating_duration_since(started));
+        let granted = node
+            .native_acquire(
+                (name, &token, ttl_ms),
+                wait.filter(|wait| !wait.is_zero()),
+                options.node_timeout(),
+                options.replica_wait(),
+            )
+            .await;
+        let replied = Instant::now();
+        match granted {
+            Ok(Some(fencing_token)) => {
+                // Granted somewhere between the request and the reply: before a wait the
+                // whole round trip counts, after one only the reply's way back can be
+                // assumed, which the drift allowance covers.
+                let spent = if wait.is_some() {
+                    Duration::ZERO
+                } else {
+                    replied - started
+                };
+                match validity(options.ttl, spent) {
+                    Some(validity) => Ok(Lease {
+                        name: name.to_string(),
+                        token,
+                        fencing_token,
+                        valid_until: replied - spent + validity,
+                    }),
+                    None => {
+                        self.release_token(name, &token).await;
+                        Err(LockError::NotAcquired {
+                            name: name.to_string(),
+                            waited: Duration::ZERO,
+                        })
+                    }
+                }
+            }
+            Ok(None) => Err(LockError::NotAcquired {
+                name: name.to_string(),
+                waited: Duration::ZERO,
+            }),
+            Err(failure) => {
+                // The grant may have happened: undo it, as after a failed round.
+                self.release_token(name, &token).await;
+                Err(failure.into_error(&node.name()))
+            }
         }
     }
 

@@ -75,6 +75,8 @@ enum Target {
 pub(crate) struct Node {
     target: Target,
     connection: Mutex<Option<MultiplexedConnection>>,
+    /// Whether the server has Latch's LOCK.* commands (asked once per connection).
+    native: SyncMutex<Option<bool>>,
     /// The primary the sentinels named last (`host:port`), and when they last confirmed it.
     primary: SyncMutex<Option<(String, Instant)>>,
 }
@@ -104,6 +106,7 @@ impl Node {
         Ok(Node {
             target,
             connection: Mutex::new(None),
+            native: SyncMutex::new(None),
             primary: SyncMutex::new(None),
         })
     }
@@ -200,9 +203,115 @@ impl Node {
         }
     }
 
-    /// Forgets the connection, so the next call opens a new one.
+    /// Forgets the connection, so the next call opens a new one (and asks again whether the
+    /// server has LOCK.*: a Sentinel service may have moved to another server).
     async fn reset(&self) {
         *self.connection.lock().await = None;
+        *self.native.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// Whether the server has Latch's native locks (`COMMAND INFO lock.acquire`), asked
+    /// once and remembered until the connection is replaced. A server that cannot be asked
+    /// counts as without them (the scripts work everywhere).
+    pub(crate) async fn has_native_locks(&self, timeout: Duration) -> bool {
+        if let Some(known) = *self.native.lock().unwrap_or_else(|e| e.into_inner()) {
+            return known;
+        }
+        let mut ask = redis::pipe();
+        ask.cmd("COMMAND").arg("INFO").arg("lock.acquire");
+        let native = match self.query::<Vec<redis::Value>>(&ask, timeout).await {
+            Ok(replies) => matches!(
+                replies.first(),
+                Some(redis::Value::Array(entries)) if matches!(entries.first(), Some(redis::Value::Array(_)))
+            ),
+            Err(_) => return false,
+        };
+        *self.native.lock().unwrap_or_else(|e| e.into_inner()) = Some(native);
+        native
+    }
+
+    /// `LOCK.ACQUIRE name token ttl-ms [WAIT ms]` on a connection of its own (a wait in the
+    /// server must not hold up the shared connection's other calls), then `WAIT` for
+    /// replicas when asked. `Ok(Some(fencing token))` when granted, `Ok(None)` when the
+    /// lock stayed taken until the wait ended. The call may last `wait` plus `timeout`.
+    pub(crate) async fn native_acquire(
+        &self,
+        (name, token, ttl_ms): (&str, &str, u64),
+        wait: Option<Duration>,
+        timeout: Duration,
+        replicas: Option<ReplicaWait>,
+    ) -> Result<Option<u64>, NodeFailure> {
+        let mut connection = match self.dedicated_connection(timeout).await {
+            Ok(connection) => connection,
+            Err(failure) => return self.fail(failure).await,
+        };
+        let mut command = redis::cmd("LOCK.ACQUIRE");
+        command.arg(name).arg(token).arg(ttl_ms);
+        if let Some(wait) = wait {
+            // WAIT 0 would wait without limit: at least a millisecond.
+            command.arg("WAIT").arg(wait.as_millis().max(1) as u64);
+        }
+        let limit = wait.unwrap_or_default() + timeout;
+        let call = async {
+            command
+                .query_async::<Option<(i64, i64)>>(&mut connection)
+                .await
+                .map_err(classify)
+        };
+        let granted = self
+            .finish(tokio::time::timeout(limit, call).await, limit)
+            .await?;
+        let Some((fence, _)) = granted else {
+            return Ok(None);
+        };
+        let fence = u64::try_from(fence).unwrap_or(0);
+        let Some(replicas) = replicas else {
+            return Ok(Some(fence));
+        };
+        let wait_ms = replicas.timeout.as_millis().clamp(1, u128::from(u32::MAX)) as u64;
+        let limit = replicas.timeout + timeout;
+        let acked = async {
+            redis::cmd("WAIT")
+                .arg(replicas.replicas)
+                .arg(wait_ms)
+                .query_async::<i64>(&mut connection)
+                .await
+                .map_err(classify)
+        };
+        let acked = self
+            .finish(tokio::time::timeout(limit, acked).await, limit)
+            .await?;
+        if acked < i64::from(replicas.replicas) {
+            return Err(NodeFailure::NotReplicated {
+                acked,
+                needed: replicas.replicas,
+            });
+        }
+        Ok(Some(fence))
+    }
+
+    /// A new connection, not shared, to the server (or the service's primary).
+    async fn dedicated_connection(
+        &self,
+        timeout: Duration,
+    ) -> Result<MultiplexedConnection, NodeFailure> {
+        match &self.target {
+            Target::Direct { client, .. } => {
+                match tokio::time::timeout(timeout, client.get_multiplexed_tokio_connection()).await
+                {
+                    Ok(Ok(connection)) => Ok(connection),
+                    Ok(Err(err)) => Err(NodeFailure::Unreachable(err.to_string())),
+                    Err(_) => Err(NodeFailure::Unreachable(format!(
+                        "no connection within {timeout:?}"
+                    ))),
+                }
+            }
+            Target::Sentinel(sentinels) => sentinels
+                .connect_primary(timeout)
+                .await
+                .map(|(connection, _)| connection)
+                .map_err(NodeFailure::Unreachable),
+        }
     }
 
     /// Runs `script` with `keys` and `args`, within `timeout`.

@@ -35,6 +35,10 @@ pub struct LockOptions {
     /// How long `WAIT` may take (it counts against the lease's validity like any other
     /// delay). Default 500 ms.
     pub wait_replicas_timeout: Duration,
+    /// On one server that has Latch's native locks (`LOCK.ACQUIRE`), wait for the lock in
+    /// the server instead of polling. Default on; off, every server is driven with the
+    /// scripts, as redis-server is.
+    pub native: bool,
 }
 
 impl Default for LockOptions {
@@ -56,6 +60,7 @@ impl LockOptions {
             node_timeout: None,
             wait_replicas: 0,
             wait_replicas_timeout: Duration::from_millis(500),
+            native: true,
         }
     }
 

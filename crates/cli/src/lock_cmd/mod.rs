@@ -94,6 +94,11 @@ pub struct RunArgs {
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub grace: Duration,
 
+    /// Never use Latch's native lock commands (LOCK.ACQUIRE ... WAIT): poll with the
+    /// scripts every Redis-compatible server runs, as against redis-server.
+    #[arg(long)]
+    pub no_native_locks: bool,
+
     /// The command to run and its arguments (after `--`).
     #[arg(
         required = true,

@@ -16,6 +16,7 @@ pub async fn run(args: RunArgs) -> ExitCode {
     let mut options = LockOptions::new(args.ttl);
     options.wait = args.wait;
     options.max_hold = args.max_hold;
+    options.native = !args.no_native_locks;
     if args.wait_replicas > 0 {
         options = options.wait_replicas(args.wait_replicas, args.wait_timeout);
     }
