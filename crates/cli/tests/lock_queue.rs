@@ -93,6 +93,18 @@ fn ten_queued_runs_are_granted_in_order_without_idle_gaps() {
         children.push(section(&url, "q", "5s", &log, n, "0.02"));
         wait_for_waiters(&mut conn, "q", n + 1);
     }
+    // `latch lock status` shows the line.
+    let status = Command::new(LATCH)
+        .args(["lock", "status", "--server", &url, "q"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains("holder token   gate"), "{text}");
+    assert!(text.contains("waiters        10"), "{text}");
+    assert!(
+        text.contains("  1. client ") && text.contains(" 10. client "),
+        "{text}"
+    );
     let _: () = redis::cmd("DEL").arg("q").query(&mut conn).unwrap();
     for mut child in children {
         assert!(child.wait().unwrap().success());

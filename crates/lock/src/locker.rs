@@ -47,6 +47,9 @@ pub struct NodeStatus {
     pub fencing_token: Option<u64>,
     /// Why the server could not be asked.
     pub error: Option<String>,
+    /// On a server with Latch's native locks: the clients waiting in line for the lock
+    /// there, first in line first, as (client id, milliseconds waited). None elsewhere.
+    pub waiters: Option<Vec<(i64, i64)>>,
 }
 
 pub(crate) struct Inner {
@@ -507,6 +510,11 @@ impl Locker {
         join_all(inner.nodes.iter().map(|node| async move {
             let reply: Result<(Option<String>, i64, Option<String>), NodeFailure> =
                 node.query(pipeline, timeout).await;
+            let waiters = if reply.is_ok() && node.has_native_locks(timeout).await {
+                lock_waiters(node, name, timeout).await
+            } else {
+                None
+            };
             match reply {
                 Ok((holder, pttl, fencing_token)) => NodeStatus {
                     server: node.name(),
@@ -514,6 +522,7 @@ impl Locker {
                     holder,
                     fencing_token: fencing_token.and_then(|f| f.parse().ok()),
                     error: None,
+                    waiters,
                 },
                 Err(failure) => NodeStatus {
                     server: node.name(),
@@ -521,11 +530,40 @@ impl Locker {
                     ttl_ms: None,
                     fencing_token: None,
                     error: Some(failure.detail()),
+                    waiters: None,
                 },
             }
         }))
         .await
     }
+}
+
+/// The waiters `LOCK.INFO` lists, as (client id, milliseconds waited).
+async fn lock_waiters(node: &Node, name: &str, timeout: Duration) -> Option<Vec<(i64, i64)>> {
+    let mut ask = redis::pipe();
+    ask.cmd("LOCK.INFO").arg(name);
+    let replies: Vec<redis::Value> = node.query(&ask, timeout).await.ok()?;
+    let fields = match replies.into_iter().next()? {
+        redis::Value::Array(fields) => fields,
+        redis::Value::Map(pairs) => pairs.into_iter().flat_map(|(k, v)| [k, v]).collect(),
+        _ => return None,
+    };
+    let at = fields
+        .iter()
+        .position(|field| *field == redis::Value::BulkString(b"waiters".to_vec()))?;
+    let redis::Value::Array(waiters) = fields.get(at + 1)? else {
+        return None;
+    };
+    waiters
+        .iter()
+        .map(|waiter| match waiter {
+            redis::Value::Array(pair) => match pair.as_slice() {
+                [redis::Value::Int(id), redis::Value::Int(ms)] => Some((*id, *ms)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
 }
 
 /// Redlock's validity: the TTL less the time spent and a drift allowance of 1% of the TTL plus

@@ -41,6 +41,17 @@ pub async fn status(args: StatusArgs) -> ExitCode {
             Some(token) => println!("  fencing token  {token} (the last granted)"),
             None => println!("  fencing token  (never granted)"),
         }
+        if let Some(waiters) = &status.waiters {
+            println!("  waiters        {}", waiters.len());
+            for (position, (id, ms)) in waiters.iter().enumerate() {
+                println!(
+                    "    {:>3}. client {id} waiting {}.{:03} s",
+                    position + 1,
+                    ms / 1000,
+                    ms % 1000
+                );
+            }
+        }
     }
     let quorum = locker.quorum();
     // The token held by the most servers.
