@@ -133,6 +133,8 @@ pub struct Waiter {
     /// Set for a client waiting for a lock (LOCK.ACQUIRE ... WAIT): LOCK.INFO lists it,
     /// and only the first of them in line may take the lock.
     pub lock: Option<LockWait>,
+    /// Counts the lock waiter in INFO locks while it lives.
+    _waiting: Option<crate::lock_stats::WaitingCount>,
     /// Retries started; bumped under the keys' locks, so a waker reading it under the same
     /// locks knows the next retry sees its write.
     started: AtomicU64,
@@ -150,13 +152,17 @@ pub struct LockWait {
 
 impl Waiter {
     pub fn new() -> Arc<Waiter> {
-        Waiter::with_lock(None)
+        Waiter::with_lock(None, None)
     }
 
-    pub fn with_lock(lock: Option<LockWait>) -> Arc<Waiter> {
+    pub fn with_lock(
+        lock: Option<LockWait>,
+        waiting: Option<crate::lock_stats::WaitingCount>,
+    ) -> Arc<Waiter> {
         Arc::new(Waiter {
             notify: Notify::new(),
             lock,
+            _waiting: waiting,
             started: AtomicU64::new(0),
             done: watch::Sender::new(0),
         })

@@ -809,7 +809,12 @@ pub fn block_for_lock(
         std::slice::from_ref(key),
         timeout,
         false,
-        Waiter::with_lock(Some(wait)),
+        Waiter::with_lock(
+            Some(wait),
+            Some(crate::lock_stats::WaitingCount::new(
+                &ctx.server.lock_stats.waiting,
+            )),
+        ),
     );
     if let Some(block) = ctx.client.blocked.as_mut() {
         block.passes_turn = false;

@@ -22,6 +22,7 @@ pub mod config;
 pub mod evict;
 pub mod gate;
 pub mod jemalloc;
+pub mod lock_stats;
 pub mod net;
 pub mod pause;
 pub mod persistence;

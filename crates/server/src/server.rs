@@ -47,6 +47,8 @@ pub struct Server {
     pub persistence: crate::persistence::Persistence,
     /// Replicas attached to this server, and its own primary when it is a replica.
     pub replication: crate::replication::Replication,
+    /// What INFO locks reports of the native locks.
+    pub lock_stats: crate::lock_stats::LockStats,
     /// Open connections to MIGRATE's targets.
     pub migrate_sockets: crate::commands::keys::migrate::MigrateSockets,
     /// This server's own `Arc`, for background work started by a command (BGSAVE...).
@@ -107,6 +109,7 @@ impl Server {
             acl,
             persistence: crate::persistence::Persistence::new(),
             replication: crate::replication::Replication::new(),
+            lock_stats: crate::lock_stats::LockStats::default(),
             migrate_sockets: Default::default(),
             self_ref: std::sync::OnceLock::new(),
         }

@@ -414,3 +414,63 @@ fn a_redis_server_replica_holds_the_lock_and_the_counter() {
         thread::sleep(Duration::from_millis(20));
     }
 }
+
+fn info_locks(conn: &mut Connection) -> std::collections::HashMap<String, String> {
+    let text: String = redis::cmd("INFO").arg("locks").query(conn).unwrap();
+    assert!(text.starts_with("# Locks\r\n"), "{text}");
+    text.lines()
+        .filter_map(|line| line.split_once(':'))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// INFO locks: counts, the clients waiting now, and the wait, hold and hand-over
+/// histograms; a lease that ran out while held is counted.
+#[test]
+fn info_locks_counts_and_times() {
+    let server = TestServer::start(&[]);
+    let mut c = client(&server);
+    let default: String = redis::cmd("INFO").query(&mut c).unwrap();
+    assert!(!default.contains("# Locks"), "not a default section");
+    acquire(&mut c, &["a", "one", "60000"]).unwrap();
+    let waiter = {
+        let mut conn = client(&server);
+        thread::spawn(move || acquire(&mut conn, &["a", "two", "200", "WAIT", "0"]))
+    };
+    wait_for_waiters(&mut c, "a", 1);
+    assert_eq!(info_locks(&mut c)["locks_waiting_clients"], "1");
+    thread::sleep(Duration::from_millis(50));
+    assert_eq!(int(&mut c, &["LOCK.RELEASE", "a", "one"]), 1);
+    assert!(waiter.join().unwrap().is_some());
+    // "two" never releases: its 200 ms lease runs out while a third waits.
+    let mut third = client(&server);
+    assert!(acquire(&mut third, &["a", "three", "1000", "WAIT", "5000"]).is_some());
+    let stats = info_locks(&mut c);
+    assert_eq!(stats["locks_granted"], "3", "{stats:?}");
+    assert_eq!(stats["locks_granted_after_wait"], "2", "{stats:?}");
+    assert_eq!(stats["locks_released"], "1", "{stats:?}");
+    assert_eq!(stats["locks_expired_while_held"], "1", "{stats:?}");
+    assert_eq!(stats["locks_waiting_clients"], "0", "{stats:?}");
+    assert_eq!(stats["locks_held"], "1", "{stats:?}");
+    let histogram = |name: &str| -> std::collections::HashMap<String, u64> {
+        stats[name]
+            .split(',')
+            .map(|pair| {
+                let (k, v) = pair.split_once('=').unwrap();
+                (k.to_string(), v.parse().unwrap())
+            })
+            .collect()
+    };
+    let hold = histogram("lock_hold_usec");
+    assert_eq!(hold["count"], 1);
+    assert!(hold["max"] >= 50_000, "{hold:?}");
+    let wait = histogram("lock_wait_usec");
+    assert_eq!(wait["count"], 2);
+    assert!(
+        wait["max"] >= 150_000,
+        "the third waited out a 200 ms lease: {wait:?}"
+    );
+    let handoff = histogram("lock_handoff_usec");
+    assert_eq!(handoff["count"], 2, "{handoff:?}");
+    assert!(handoff["max"] < 50_000, "{handoff:?}");
+}

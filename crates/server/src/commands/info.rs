@@ -50,6 +50,8 @@ const SECTIONS: &[(&str, bool)] = &[
     ("latencystats", false),
     ("cluster", true),
     ("keyspace", true),
+    // Latch's own: the native locks (LOCK.*).
+    ("locks", false),
 ];
 
 /// Which sections a list of INFO arguments asks for (lower-cased names).
@@ -134,6 +136,7 @@ fn info_text(ctx: &mut Ctx<'_, '_>, wanted: &BTreeSet<&str>) -> String {
             }
             "stats" => stats_section(ctx.server, &mut out),
             "replication" => crate::replication::info_section(ctx.server, &mut out),
+            "locks" => ctx.server.lock_stats.info(&mut out),
             "cpu" => cpu_section(&mut out),
             "modules" => out.push_str("# Modules\r\n"),
             "commandstats" => commandstats_section(ctx.server, &mut out),

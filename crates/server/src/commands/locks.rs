@@ -36,6 +36,7 @@ use latch_keyspace::{Deadline, KeyWaiter, Now, Value};
 use crate::client::{LockWait, Waiter};
 use crate::commands::{err, is, parse_i64, Ctx};
 use crate::gate;
+use crate::lock_stats::Grant;
 use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, Group, KeySpec, LockPlan};
 
@@ -316,6 +317,10 @@ fn acquire(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
         Holder::Token(held, _) if held == token[..] => {
             // The holder asking again: the same grant, renewed.
+            let db = ctx.db();
+            ctx.server
+                .lock_stats
+                .extended(db, name, Duration::from_millis(ttl_ms as u64));
             grant(ctx, name, token, deadline, now);
             let fence = current_fence(ctx, name);
             answer_grant(ctx, fence, ttl_ms);
@@ -326,6 +331,19 @@ fn acquire(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
                 return;
             };
             grant(ctx, name, token, deadline, now);
+            let waited_since = ctx
+                .client
+                .blocked
+                .as_ref()
+                .and_then(|block| block.waiter.lock)
+                .map(|lock| lock.since);
+            ctx.server.lock_stats.granted(Grant {
+                db: ctx.client.db,
+                name,
+                token,
+                ttl: Duration::from_millis(ttl_ms as u64),
+                waited_since,
+            });
             answer_grant(ctx, fence, ttl_ms);
             return;
         }
@@ -363,6 +381,8 @@ fn release(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         Holder::OtherType => ctx.reply.error(err::WRONGTYPE),
         Holder::Token(held, _) if held == token[..] => {
             let db = ctx.db();
+            let waiters = !lock_waiters(ctx, name).is_empty();
+            ctx.server.lock_stats.released(db, name, token, waiters);
             ctx.keys.remove(db, name);
             ctx.keys.signal_modified(db, name);
             ctx.notify(notify::GENERIC, "del", name);
@@ -375,7 +395,7 @@ fn release(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 
 fn extend(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let (name, token) = (&args[1], &args[2]);
-    let Some((_, deadline)) = parse_ttl(ctx, &args[3], "lock.extend") else {
+    let Some((ttl_ms, deadline)) = parse_ttl(ctx, &args[3], "lock.extend") else {
         return;
     };
     let now = ctx.now();
@@ -383,6 +403,9 @@ fn extend(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         Holder::OtherType => ctx.reply.error(err::WRONGTYPE),
         Holder::Token(held, _) if held == token[..] => {
             let db = ctx.db();
+            ctx.server
+                .lock_stats
+                .extended(db, name, Duration::from_millis(ttl_ms as u64));
             ctx.keys.set_deadline(db, name, Some(deadline));
             ctx.keys.signal_modified(db, name);
             ctx.notify(notify::GENERIC, "expire", name);
