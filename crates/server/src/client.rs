@@ -209,6 +209,9 @@ pub enum UnblockReason {
     Timeout,
     /// Answer `-UNBLOCKED`.
     Error,
+    /// The server became a replica: answer `-UNBLOCKED ... instance state changed` and
+    /// close the connection, as Redis does (`disconnectAllBlockedClients`).
+    RoleChange,
 }
 
 impl Transaction {
@@ -334,6 +337,7 @@ impl ClientShared {
         match self.unblock_reason.swap(0, Ordering::SeqCst) {
             1 => Some(UnblockReason::Timeout),
             2 => Some(UnblockReason::Error),
+            3 => Some(UnblockReason::RoleChange),
             _ => None,
         }
     }
@@ -635,10 +639,22 @@ impl Registry {
         let code = match reason {
             UnblockReason::Timeout => 1,
             UnblockReason::Error => 2,
+            UnblockReason::RoleChange => 3,
         };
         client.unblock_reason.store(code, Ordering::SeqCst);
         client.unblock_signal.notify_one();
         true
+    }
+
+    /// Ends every blocking command's wait (BLPOP, LOCK.ACQUIRE ... WAIT, ...) with
+    /// [`UnblockReason::RoleChange`]: this server became a replica. Clients held by CLIENT
+    /// PAUSE are not blocked in this sense and stay (Redis' postponed clients).
+    pub fn unblock_all_for_role_change(&self) {
+        for client in self.list() {
+            if client.blocked.load(Ordering::SeqCst) {
+                self.unblock(client.id, UnblockReason::RoleChange);
+            }
+        }
     }
 
     /// Records that `client` now holds `total` bytes. A killed client is no longer counted

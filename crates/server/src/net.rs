@@ -1375,6 +1375,16 @@ impl Blocked<'_> {
                         server.stats.record_error(message);
                         reply.error(message);
                     }
+                    Some(UnblockReason::RoleChange) => {
+                        gate::end_block(server, client);
+                        let message = b"UNBLOCKED force unblock from blocking operation, \
+                                        instance state changed (master -> replica?)";
+                        server.stats.record_error(message);
+                        reply.error(message);
+                        let _ = stream.write_all(reply.buffer()).await;
+                        reply.buffer().clear();
+                        return false;
+                    }
                 },
                 BlockEvent::Read => {
                     client

@@ -474,3 +474,39 @@ fn info_locks_counts_and_times() {
     assert_eq!(handoff["count"], 2, "{handoff:?}");
     assert!(handoff["max"] < 50_000, "{handoff:?}");
 }
+
+/// A lock waiter on a server that becomes a replica is answered `-UNBLOCKED` (as every
+/// blocked client is, as in Redis) instead of waiting for a lock it could never be granted
+/// there.
+#[test]
+fn lock_waiters_are_unblocked_when_the_server_becomes_a_replica() {
+    let other = Server::start(Program::Redis, &[]);
+    let server = TestServer::start(&[]);
+    let mut c = client(&server);
+    acquire(&mut c, &["held", "owner", "60000"]).unwrap();
+    let waiter = {
+        let mut conn = client(&server);
+        thread::spawn(move || {
+            redis::cmd("LOCK.ACQUIRE")
+                .arg("held")
+                .arg("w")
+                .arg(1000)
+                .arg("WAIT")
+                .arg(0)
+                .query::<Value>(&mut conn)
+        })
+    };
+    wait_for_waiters(&mut c, "held", 1);
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(other.port)
+        .query(&mut c)
+        .unwrap();
+    let error = waiter.join().unwrap().unwrap_err();
+    assert!(
+        error.to_string().contains("instance state changed"),
+        "{error}"
+    );
+    let stats: String = redis::cmd("INFO").arg("locks").query(&mut c).unwrap();
+    assert!(stats.contains("locks_waiting_clients:0"), "{stats}");
+}

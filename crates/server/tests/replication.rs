@@ -1507,3 +1507,32 @@ fn a_replica_saving_under_writes_restarts_consistent() {
         assert_same_data(&mut p, &mut r, &format!("round {round}, after the restart"));
     }
 }
+
+/// A server that becomes a replica ends every blocking command's wait with Redis'
+/// `-UNBLOCKED ... instance state changed` and closes those connections (Latch's lock
+/// waiters too): they waited on a primary.
+#[test]
+fn becoming_a_replica_unblocks_blocked_clients() {
+    let other = start_primary(Program::Redis, &[]);
+    let server = start_primary(latch(), &[]);
+    let port = server.port;
+    let blpop = std::thread::spawn(move || {
+        let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        conn.write_all(b"BLPOP queue 0\r\n").unwrap();
+        let mut line = String::new();
+        BufReader::new(conn).read_line(&mut line).unwrap();
+        line
+    });
+    let mut s = connect(&server);
+    wait_until(TIMEOUT, "the BLPOP to block", || {
+        let blocked = info_int(&mut s, "clients", "blocked_clients");
+        (blocked == 1, blocked)
+    });
+    let other_port = other.port.to_string();
+    run(&mut s, &["REPLICAOF", "127.0.0.1", &other_port]);
+    assert_eq!(
+        blpop.join().unwrap().trim_end(),
+        "-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
+    );
+    assert_eq!(info_int(&mut s, "clients", "blocked_clients"), 0);
+}

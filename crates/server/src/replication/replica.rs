@@ -42,6 +42,8 @@ pub fn start(server: &Arc<Server>, primary: PrimaryAddr) {
     server.keyspace.set_replica(true);
     server.persistence.feed.set_proxy(true);
     let epoch = replication.set_primary(Some(primary.clone()));
+    // Clients blocked here (BLPOP, lock waiters) were waiting on a primary.
+    server.clients.unblock_all_for_role_change();
     replication
         .link
         .status
