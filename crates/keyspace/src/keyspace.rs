@@ -94,11 +94,13 @@ pub struct Woken {
     pub token: u64,
 }
 
-/// One client blocked on one key of a database.
+/// One client blocked on one key of a database, or an observer of the key (told of
+/// every change, never in line: see [`Locked::observe`]).
 #[derive(Debug)]
 struct BlockedOn {
     db: usize,
     waiter: Weak<dyn KeyWaiter>,
+    observer: bool,
 }
 
 impl BlockedOn {
@@ -1264,7 +1266,35 @@ impl<'a> Locked<'a> {
             queue.push(BlockedOn {
                 db,
                 waiter: Arc::downgrade(waiter),
+                observer: false,
             });
+        }
+    }
+
+    /// Wakes `observer` at every change of `key` of `db` (as blocked clients are woken),
+    /// without a place in the line of blocked clients. It stays until [`Locked::unobserve`]
+    /// or until it is dropped. Needs the key's shard.
+    pub fn observe(&mut self, db: usize, key: &[u8], observer: &Arc<dyn KeyWaiter>) {
+        let shard = self.shard_mut(self.keyspace.shard_of_key(key));
+        let queue = shard.blocked.entry(key.into()).or_default();
+        queue.retain(|b| b.waiter.strong_count() > 0);
+        if !queue.iter().any(|b| b.db == db && b.is(observer)) {
+            queue.push(BlockedOn {
+                db,
+                waiter: Arc::downgrade(observer),
+                observer: true,
+            });
+        }
+    }
+
+    /// Ends [`Locked::observe`].
+    pub fn unobserve(&mut self, db: usize, key: &[u8], observer: &Arc<dyn KeyWaiter>) {
+        let shard = self.shard_mut(self.keyspace.shard_of_key(key));
+        if let Some(queue) = shard.blocked.get_mut(key) {
+            queue.retain(|b| b.waiter.strong_count() > 0 && !(b.db == db && b.is(observer)));
+            if queue.is_empty() {
+                shard.blocked.remove(key);
+            }
         }
     }
 
@@ -1275,7 +1305,7 @@ impl<'a> Locked<'a> {
         shard.blocked.get(key).map_or_else(Vec::new, |queue| {
             queue
                 .iter()
-                .filter(|b| b.db == db)
+                .filter(|b| b.db == db && !b.observer)
                 .filter_map(|b| b.waiter.upgrade())
                 .collect()
         })
@@ -1494,6 +1524,7 @@ impl<'a> Locked<'a> {
             // Every key of the db vanishes: blocked clients re-check theirs.
             for queue in shard.blocked.values() {
                 wake_first(queue, db, 0, &mut self.woken);
+                wake_observers(queue, db);
             }
             let keys = shard.dbs[db].len();
             removed += keys;
@@ -1529,6 +1560,7 @@ impl<'a> Locked<'a> {
             for queue in shard.blocked.values() {
                 for db in [a, b] {
                     wake_first(queue, db, 0, &mut self.woken);
+                    wake_observers(queue, db);
                 }
             }
         }
@@ -1852,6 +1884,16 @@ fn wake_blocked(
 ) {
     if let Some(queue) = shard.blocked.get(key) {
         wake_first(queue, db, 0, woken);
+        wake_observers(queue, db);
+    }
+}
+
+/// Tells every observer of the key in `db` that it changed.
+fn wake_observers(queue: &[BlockedOn], db: usize) {
+    for observer in queue.iter().filter(|b| b.observer && b.db == db) {
+        if let Some(observer) = observer.waiter.upgrade() {
+            observer.wake();
+        }
     }
 }
 
@@ -1860,7 +1902,7 @@ fn wake_first(queue: &[BlockedOn], db: usize, from: usize, woken: &mut Vec<Woken
     let next = queue
         .iter()
         .skip(from)
-        .filter(|b| b.db == db)
+        .filter(|b| b.db == db && !b.observer)
         .find_map(|b| b.waiter.upgrade());
     let Some(waiter) = next else {
         return;

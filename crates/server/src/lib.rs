@@ -23,6 +23,7 @@ pub mod evict;
 pub mod gate;
 pub mod jemalloc;
 pub mod lock_stats;
+pub mod lock_watch;
 pub mod net;
 pub mod pause;
 pub mod persistence;

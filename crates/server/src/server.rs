@@ -49,6 +49,8 @@ pub struct Server {
     pub replication: crate::replication::Replication,
     /// What INFO locks reports of the native locks.
     pub lock_stats: crate::lock_stats::LockStats,
+    /// Holders told when their lock runs out (LOCK.ACQUIRE ... NOTIFY).
+    pub lock_watches: crate::lock_watch::LockWatches,
     /// Open connections to MIGRATE's targets.
     pub migrate_sockets: crate::commands::keys::migrate::MigrateSockets,
     /// This server's own `Arc`, for background work started by a command (BGSAVE...).
@@ -110,6 +112,7 @@ impl Server {
             persistence: crate::persistence::Persistence::new(),
             replication: crate::replication::Replication::new(),
             lock_stats: crate::lock_stats::LockStats::default(),
+            lock_watches: crate::lock_watch::LockWatches::default(),
             migrate_sockets: Default::default(),
             self_ref: std::sync::OnceLock::new(),
         }

@@ -510,3 +510,84 @@ fn lock_waiters_are_unblocked_when_the_server_becomes_a_replica() {
     let stats: String = redis::cmd("INFO").arg("locks").query(&mut c).unwrap();
     assert!(stats.contains("locks_waiting_clients:0"), "{stats}");
 }
+
+/// Reads one RESP3 push or reply line group from a raw connection: everything that
+/// arrives within `wait`.
+fn read_for(stream: &mut std::net::TcpStream, wait: Duration) -> String {
+    use std::io::Read;
+    stream
+        .set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    let deadline = Instant::now() + wait;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while Instant::now() < deadline {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn send(stream: &mut std::net::TcpStream, command: &str) {
+    use std::io::Write;
+    let parts: Vec<&str> = command.split(' ').collect();
+    let mut out = format!("*{}\r\n", parts.len());
+    for part in parts {
+        out.push_str(&format!("${}\r\n{part}\r\n", part.len()));
+    }
+    stream.write_all(out.as_bytes()).unwrap();
+}
+
+/// NOTIFY: the holder gets a RESP3 push when its lease runs out (at the deadline, renewals
+/// counted), or when it finds the key taken; none after it released the lock.
+#[test]
+fn notify_pushes_when_the_lock_runs_out_or_is_taken() {
+    let server = TestServer::start(&[]);
+    let mut holder = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    send(&mut holder, "HELLO 3");
+    read_for(&mut holder, Duration::from_millis(100));
+
+    send(&mut holder, "LOCK.ACQUIRE a t1 200 NOTIFY");
+    let started = Instant::now();
+    let granted = read_for(&mut holder, Duration::from_millis(100));
+    assert!(granted.starts_with("*2\r\n:"), "{granted:?}");
+    // Renewed once: the push comes at the new deadline.
+    send(&mut holder, "LOCK.EXTEND a t1 300");
+    let mut seen = read_for(&mut holder, Duration::from_millis(600));
+    assert!(seen.starts_with(":1\r\n"), "{seen:?}");
+    seen.drain(..4);
+    assert_eq!(seen, ">3\r\n$4\r\nlock\r\n$1\r\na\r\n$7\r\nexpired\r\n");
+    assert!(started.elapsed() >= Duration::from_millis(400));
+
+    // Taken: another client deletes and sets the key.
+    send(&mut holder, "LOCK.ACQUIRE b t1 300 NOTIFY");
+    assert!(read_for(&mut holder, Duration::from_millis(50)).starts_with("*2\r\n"));
+    let mut other = client(&server);
+    assert_eq!(int(&mut other, &["DEL", "b"]), 1);
+    let _: () = redis::cmd("SET")
+        .arg("b")
+        .arg("intruder")
+        .query(&mut other)
+        .unwrap();
+    assert_eq!(
+        read_for(&mut holder, Duration::from_millis(600)),
+        ">3\r\n$4\r\nlock\r\n$1\r\nb\r\n$4\r\nlost\r\n"
+    );
+
+    // Released: nothing.
+    send(&mut holder, "LOCK.ACQUIRE c t1 100 NOTIFY");
+    assert!(read_for(&mut holder, Duration::from_millis(50)).starts_with("*2\r\n"));
+    send(&mut holder, "LOCK.RELEASE c t1");
+    assert_eq!(read_for(&mut holder, Duration::from_millis(400)), ":1\r\n");
+
+    // RESP2 cannot carry a push.
+    let mut c = server.raw();
+    check(
+        &mut c,
+        "LOCK.ACQUIRE d t 100 NOTIFY",
+        "-ERR NOTIFY needs the RESP3 protocol (HELLO 3): it answers with a push\r\n",
+    );
+}

@@ -1,12 +1,13 @@
 //! Latch's own lock commands, named as Redis modules name theirs:
 //!
-//! - `LOCK.ACQUIRE name token ttl-ms [WAIT timeout-ms]`: takes the lock for `token` for
+//! - `LOCK.ACQUIRE name token ttl-ms [WAIT timeout-ms] [NOTIFY]`: takes the lock for `token` for
 //!   `ttl-ms` milliseconds. Answers `[fencing-token, ttl-ms]`, or nil when the lock is held
 //!   (without WAIT) or the wait timed out. With WAIT the client waits in the server, first
 //!   come first served (`WAIT 0`: without limit), and is granted the lock the moment it is
 //!   deleted, released, or its TTL runs out. The holder asking again gets its grant again,
 //!   with the TTL renewed and the same fencing token (a request retried after a lost reply
-//!   is safe).
+//!   is safe). With NOTIFY (RESP3 only) the holder is sent a push when the lock runs out
+//!   or is taken from it (`lock_watch.rs`).
 //! - `LOCK.RELEASE name token`: 1 when `token` held the lock and it is released, else 0.
 //! - `LOCK.EXTEND name token ttl-ms`: 1 when `token` holds the lock and its TTL is now
 //!   `ttl-ms`, else 0.
@@ -64,6 +65,7 @@ pub const ACQUIRE: CommandSpec = CommandSpec {
         Arg::string("token"),
         Arg::integer("ttl-ms"),
         Arg::integer("timeout-ms").with_token("WAIT").optional(),
+        Arg::token("notify", "NOTIFY").optional(),
     ],
     handler: Some(acquire),
     ..CommandSpec::BASE
@@ -278,32 +280,70 @@ fn grant(ctx: &mut Ctx<'_, '_>, name: &Bytes, token: &Bytes, deadline: Deadline,
     });
 }
 
-/// `WAIT timeout-ms` after the TTL, if given. `Err` after the error reply.
-fn parse_wait(ctx: &mut Ctx<'_, '_>, rest: &[Bytes]) -> Result<Option<Option<Duration>>, ()> {
-    match rest {
-        [] => Ok(None),
-        [word, timeout] if is(word, "WAIT") => match parse_i64(timeout) {
-            Some(ms) if ms >= 0 => Ok(Some((ms > 0).then(|| Duration::from_millis(ms as u64)))),
+/// LOCK.ACQUIRE's options after the TTL: `WAIT timeout-ms` (`Some(None)`: without limit)
+/// and `NOTIFY`.
+struct AcquireOptions {
+    wait: Option<Option<Duration>>,
+    notify: bool,
+}
+
+/// Parses the options; `Err` after the error reply.
+fn parse_options(ctx: &mut Ctx<'_, '_>, rest: &[Bytes]) -> Result<AcquireOptions, ()> {
+    let mut options = AcquireOptions {
+        wait: None,
+        notify: false,
+    };
+    let mut i = 0;
+    while i < rest.len() {
+        let word = &rest[i];
+        if is(word, "NOTIFY") {
+            options.notify = true;
+            i += 1;
+            continue;
+        }
+        if !is(word, "WAIT") || i + 1 >= rest.len() {
+            ctx.reply.error(err::SYNTAX);
+            return Err(());
+        }
+        options.wait = match parse_i64(&rest[i + 1]) {
+            Some(ms) if ms >= 0 => Some((ms > 0).then(|| Duration::from_millis(ms as u64))),
             Some(_) => {
                 ctx.reply.error(b"ERR timeout is negative");
-                Err(())
+                return Err(());
             }
             None => {
                 ctx.reply
                     .error(b"ERR timeout is not an integer or out of range");
-                Err(())
+                return Err(());
             }
-        },
-        _ => {
-            ctx.reply.error(err::SYNTAX);
-            Err(())
-        }
+        };
+        i += 2;
     }
+    if options.notify && ctx.reply.resp() != latch_protocol::Resp::V3 {
+        ctx.reply
+            .error(b"ERR NOTIFY needs the RESP3 protocol (HELLO 3): it answers with a push");
+        return Err(());
+    }
+    Ok(options)
+}
+
+/// Tells the holder when its lock runs out (NOTIFY).
+fn watch(ctx: &mut Ctx<'_, '_>, name: &[u8], token: &[u8]) {
+    let Some(server) = ctx.server.arc() else {
+        return;
+    };
+    let holder = std::sync::Arc::clone(&ctx.client.shared);
+    let db = ctx.client.db;
+    let observer = ctx
+        .server
+        .lock_watches
+        .start(&server, holder, db, name, token);
+    ctx.keys.observe(db, name, &observer);
 }
 
 fn acquire(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let (name, token) = (&args[1], &args[2]);
-    let Ok(wait) = parse_wait(ctx, &args[4..]) else {
+    let Ok(AcquireOptions { wait, notify }) = parse_options(ctx, &args[4..]) else {
         return;
     };
     let Some((ttl_ms, deadline)) = parse_ttl(ctx, &args[3], "lock.acquire") else {
@@ -322,6 +362,10 @@ fn acquire(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
                 .lock_stats
                 .extended(db, name, Duration::from_millis(ttl_ms as u64));
             grant(ctx, name, token, deadline, now);
+            ctx.server.lock_watches.extended(db, name, token);
+            if notify {
+                watch(ctx, name, token);
+            }
             let fence = current_fence(ctx, name);
             answer_grant(ctx, fence, ttl_ms);
             return;
@@ -344,6 +388,9 @@ fn acquire(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
                 ttl: Duration::from_millis(ttl_ms as u64),
                 waited_since,
             });
+            if notify {
+                watch(ctx, name, token);
+            }
             answer_grant(ctx, fence, ttl_ms);
             return;
         }
@@ -383,6 +430,7 @@ fn release(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             let db = ctx.db();
             let waiters = !lock_waiters(ctx, name).is_empty();
             ctx.server.lock_stats.released(db, name, token, waiters);
+            ctx.server.lock_watches.released(db, name, token);
             ctx.keys.remove(db, name);
             ctx.keys.signal_modified(db, name);
             ctx.notify(notify::GENERIC, "del", name);
@@ -407,6 +455,7 @@ fn extend(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
                 .lock_stats
                 .extended(db, name, Duration::from_millis(ttl_ms as u64));
             ctx.keys.set_deadline(db, name, Some(deadline));
+            ctx.server.lock_watches.extended(db, name, token);
             ctx.keys.signal_modified(db, name);
             ctx.notify(notify::GENERIC, "expire", name);
             let at_ms = deadline.unix_ms(now);
