@@ -30,7 +30,11 @@ fn waiters(conn: &mut Connection, name: &str) -> usize {
     let Value::Array(items) = reply else {
         panic!("LOCK.INFO answered {reply:?}")
     };
-    match &items[7] {
+    let at = items
+        .iter()
+        .position(|item| *item == Value::BulkString(b"waiters".to_vec()))
+        .expect("LOCK.INFO lists the waiters");
+    match &items[at + 1] {
         Value::Array(waiters) => waiters.len(),
         other => panic!("waiters {other:?}"),
     }

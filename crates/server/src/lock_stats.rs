@@ -54,6 +54,8 @@ pub struct Grant<'a> {
     pub ttl: Duration,
     /// When the client started waiting, if it waited.
     pub waited_since: Option<Instant>,
+    /// An exclusive lock (one holder): its hold time and expiry are tracked.
+    pub exclusive: bool,
 }
 
 impl LockStats {
@@ -64,7 +66,11 @@ impl LockStats {
         let mut inner = self.inner.lock();
         let key = (grant.db, Box::<[u8]>::from(grant.name));
         let freed = inner.freed.remove(&key);
-        let before = inner.held.remove(&key);
+        let before = if grant.exclusive {
+            inner.held.remove(&key)
+        } else {
+            None
+        };
         if let Some(before) = &before {
             if before.deadline <= now {
                 self.expired_while_held.fetch_add(1, Ordering::Relaxed);
@@ -86,12 +92,18 @@ impl LockStats {
                     .record(now.saturating_duration_since(free_since));
             }
         }
+        if !grant.exclusive {
+            return;
+        }
         if inner.held.len() >= MAX_TRACKED {
             let before = inner.held.len();
             inner.held.retain(|_, held| held.deadline > now);
             let dropped = before - inner.held.len();
             self.expired_while_held
                 .fetch_add(dropped as u64, Ordering::Relaxed);
+            if !grant.exclusive {
+                return;
+            }
             if inner.held.len() >= MAX_TRACKED {
                 return;
             }

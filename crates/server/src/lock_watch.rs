@@ -145,6 +145,11 @@ fn look(server: &Server, db: usize, name: &[u8], token: &[u8]) -> Seen {
             latch_keyspace::Value::Str(value) if value[..] == *token => {
                 Seen::Ours(slot.deadline().map(|deadline| deadline.remaining_ms(now)))
             }
+            // A shared lock or semaphore: our lease's own deadline.
+            latch_keyspace::Value::ZSet(set) => match set.score(token) {
+                Some(until) => Seen::Ours(Some(until as i64 - now.wall_ms)),
+                None => Seen::NotOurs,
+            },
             _ => Seen::NotOurs,
         },
         None => Seen::NotOurs,

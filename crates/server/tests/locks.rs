@@ -387,6 +387,9 @@ fn a_redis_server_replica_holds_the_lock_and_the_counter() {
     let (mut p, mut r) = (connect(&primary), connect(&replica));
     let (fence, _) = acquire(&mut p, &["job", "a", "600000"]).unwrap();
     assert_eq!(int(&mut p, &["LOCK.EXTEND", "job", "a", "700000"]), 1);
+    acquire(&mut p, &["pool", "x", "600000", "PERMITS", "3"]).unwrap();
+    acquire(&mut p, &["pool", "y", "600000", "PERMITS", "3"]).unwrap();
+    assert_eq!(int(&mut p, &["LOCK.RELEASE", "pool", "x"]), 1);
     let _: () = redis::cmd("SET").arg("done").arg(1).query(&mut p).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while redis::cmd("GET")
@@ -403,6 +406,14 @@ fn a_redis_server_replica_holds_the_lock_and_the_counter() {
     assert!(int(&mut r, &["PTTL", "job"]) > 600_000);
     let counter: String = redis::cmd("GET").arg("{job}:fence").query(&mut r).unwrap();
     assert_eq!(counter, fence.to_string());
+    let pool: Vec<String> = redis::cmd("ZRANGE")
+        .arg("pool")
+        .arg(0)
+        .arg(-1)
+        .query(&mut r)
+        .unwrap();
+    assert_eq!(pool, vec!["y".to_string()]);
+    assert!(int(&mut r, &["PTTL", "pool"]) > 500_000);
     assert_eq!(int(&mut p, &["LOCK.RELEASE", "job", "a"]), 1);
     let _: () = redis::cmd("SET").arg("done").arg(2).query(&mut p).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -590,4 +601,132 @@ fn notify_pushes_when_the_lock_runs_out_or_is_taken() {
         "LOCK.ACQUIRE d t 100 NOTIFY",
         "-ERR NOTIFY needs the RESP3 protocol (HELLO 3): it answers with a push\r\n",
     );
+}
+
+/// LOCK.INFO's mode and holders.
+fn holders(conn: &mut Connection, name: &str) -> (String, Vec<String>) {
+    let reply: Value = redis::cmd("LOCK.INFO").arg(name).query(conn).unwrap();
+    let Value::Array(items) = reply else {
+        panic!("LOCK.INFO answered {reply:?}")
+    };
+    let field = |wanted: &str| {
+        items
+            .chunks(2)
+            .find(|pair| pair[0] == Value::BulkString(wanted.as_bytes().to_vec()))
+            .map(|pair| pair[1].clone())
+            .unwrap()
+    };
+    let Value::BulkString(mode) = field("mode") else {
+        panic!("mode")
+    };
+    let Value::Array(list) = field("holders") else {
+        panic!("holders")
+    };
+    let tokens = list
+        .iter()
+        .map(|holder| match holder {
+            Value::Array(pair) => match &pair[0] {
+                Value::BulkString(token) => String::from_utf8(token.clone()).unwrap(),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    (String::from_utf8(mode).unwrap(), tokens)
+}
+
+/// A semaphore of 2 permits and a shared (read) lock: holders up to the count, waiters in
+/// line behind, an exclusive (write) request waiting until every shared holder is gone and
+/// not overtaken by shared requests that come after it; leases that run out give their
+/// permit back; every grant a larger fencing token.
+#[test]
+fn semaphores_and_shared_locks() {
+    let server = TestServer::start(&[]);
+    let mut c = client(&server);
+    let (f1, _) = acquire(&mut c, &["sem", "a", "60000", "PERMITS", "2"]).unwrap();
+    let (f2, _) = acquire(&mut c, &["sem", "b", "300", "PERMITS", "2"]).unwrap();
+    assert!(f2 > f1);
+    assert_eq!(
+        acquire(&mut c, &["sem", "c", "60000", "PERMITS", "2"]),
+        None
+    );
+    let (mode, mut tokens) = holders(&mut c, "sem");
+    tokens.sort();
+    assert_eq!(
+        (mode.as_str(), tokens),
+        ("shared", vec!["a".into(), "b".into()])
+    );
+    // The key is a sorted set of the leases, there while anyone holds a permit.
+    assert_eq!(int(&mut c, &["ZCARD", "sem"]), 2);
+    assert!(int(&mut c, &["PTTL", "sem"]) > 50_000);
+    // b's 300 ms lease runs out: the waiter gets its permit then.
+    let started = Instant::now();
+    let mut w = client(&server);
+    let (f3, _) = acquire(
+        &mut w,
+        &["sem", "c", "60000", "PERMITS", "2", "WAIT", "5000"],
+    )
+    .unwrap();
+    assert!(f3 > f2);
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(200), "{waited:?}");
+    assert!(waited < Duration::from_millis(500), "{waited:?}");
+    assert_eq!(
+        int(&mut c, &["LOCK.RELEASE", "sem", "b"]),
+        0,
+        "b's lease ran out"
+    );
+    assert_eq!(int(&mut c, &["LOCK.RELEASE", "sem", "a"]), 1);
+    assert_eq!(int(&mut c, &["LOCK.EXTEND", "sem", "c", "90000"]), 1);
+    assert!(int(&mut c, &["PTTL", "sem"]) > 80_000);
+    assert_eq!(int(&mut c, &["LOCK.RELEASE", "sem", "c"]), 1);
+    assert_eq!(
+        int(&mut c, &["EXISTS", "sem"]),
+        0,
+        "gone with its last holder"
+    );
+
+    // Readers share; a writer waits for all of them, and readers after it wait behind it.
+    acquire(&mut c, &["rw", "r1", "60000", "SHARED"]).unwrap();
+    acquire(&mut c, &["rw", "r2", "60000", "SHARED"]).unwrap();
+    assert_eq!(acquire(&mut c, &["rw", "w", "60000"]), None);
+    let writer = {
+        let mut conn = client(&server);
+        thread::spawn(move || acquire(&mut conn, &["rw", "w", "60000", "WAIT", "0"]))
+    };
+    wait_for_waiters(&mut c, "rw", 1);
+    assert_eq!(
+        acquire(&mut c, &["rw", "r3", "60000", "SHARED"]),
+        None,
+        "behind the writer"
+    );
+    let reader = {
+        let mut conn = client(&server);
+        thread::spawn(move || acquire(&mut conn, &["rw", "r3", "60000", "SHARED", "WAIT", "0"]))
+    };
+    wait_for_waiters(&mut c, "rw", 2);
+    assert_eq!(int(&mut c, &["LOCK.RELEASE", "rw", "r1"]), 1);
+    assert_eq!(
+        wait_for_waiters(&mut c, "rw", 2).len(),
+        2,
+        "one reader still holds it"
+    );
+    assert_eq!(int(&mut c, &["LOCK.RELEASE", "rw", "r2"]), 1);
+    assert!(writer.join().unwrap().is_some());
+    let (mode, tokens) = holders(&mut c, "rw");
+    assert_eq!(
+        (mode.as_str(), tokens),
+        ("exclusive", vec!["w".to_string()])
+    );
+    assert_eq!(int(&mut c, &["LOCK.RELEASE", "rw", "w"]), 1);
+    assert!(reader.join().unwrap().is_some());
+    assert_eq!(holders(&mut c, "rw").0, "shared");
+
+    let mut raw = server.raw();
+    check(
+        &mut raw,
+        "LOCK.ACQUIRE x t 100 PERMITS 0",
+        "-ERR PERMITS must be a positive integer\r\n",
+    );
+    check(&mut raw, "LOCK.ACQUIRE x t 100 SHARED PERMITS 2", SYNTAX);
 }

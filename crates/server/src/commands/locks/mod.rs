@@ -41,6 +41,8 @@ use crate::lock_stats::Grant;
 use crate::pubsub::notify;
 use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, Group, KeySpec, LockPlan};
 
+mod shared;
+
 pub static COMMANDS: &[CommandSpec] = &[ACQUIRE, RELEASE, EXTEND, INFO];
 
 const NAME: Arg = Arg::key("name", 0);
@@ -66,6 +68,14 @@ pub const ACQUIRE: CommandSpec = CommandSpec {
         Arg::integer("ttl-ms"),
         Arg::integer("timeout-ms").with_token("WAIT").optional(),
         Arg::token("notify", "NOTIFY").optional(),
+        Arg::oneof(
+            "mode",
+            &[
+                Arg::token("shared", "SHARED"),
+                Arg::integer("permits").with_token("PERMITS"),
+            ],
+        )
+        .optional(),
     ],
     handler: Some(acquire),
     ..CommandSpec::BASE
@@ -152,27 +162,43 @@ fn parse_ttl(ctx: &mut Ctx<'_, '_>, arg: &[u8], command: &str) -> Option<(i64, D
     }
 }
 
-/// What holds the lock now: nothing, a token (with its TTL left, -1 for none), or a value
-/// of another type.
+/// What holds the lock now: nothing, a token (with its TTL left, -1 for none), the
+/// leases of a shared lock or semaphore, or a value of another type.
 enum Holder {
     Free,
     Token(Vec<u8>, i64),
+    Shared(Vec<shared::Lease>),
     OtherType,
 }
 
-fn holder(ctx: &mut Ctx<'_, '_>, name: &[u8]) -> Holder {
+/// The lock's holders; `purge`: drop shared leases that ran out (a write: not for reads).
+fn holder(ctx: &mut Ctx<'_, '_>, name: &Bytes, purge: bool) -> Holder {
     let db = ctx.db();
     let now = ctx.now();
     match ctx.keys.get_slot(db, name) {
-        None => Holder::Free,
+        None => return Holder::Free,
         Some(slot) => {
             let ttl = slot.deadline().map_or(-1, |d| d.remaining_ms(now).max(0));
             match slot.value() {
-                Value::Str(token) => Holder::Token(token.clone(), ttl),
-                _ => Holder::OtherType,
+                Value::Str(token) => return Holder::Token(token.clone(), ttl),
+                Value::ZSet(_) => {}
+                _ => return Holder::OtherType,
             }
         }
     }
+    let leases = shared::leases(ctx, name, purge);
+    if leases.is_empty() {
+        Holder::Free
+    } else {
+        Holder::Shared(leases)
+    }
+}
+
+/// How many may hold the lock at once: one (exclusive), or `n` (SHARED: no limit).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Exclusive,
+    Permits(i64),
 }
 
 /// The waiters for lock `name`, first in line first (other clients blocked on the key,
@@ -285,6 +311,7 @@ fn grant(ctx: &mut Ctx<'_, '_>, name: &Bytes, token: &Bytes, deadline: Deadline,
 struct AcquireOptions {
     wait: Option<Option<Duration>>,
     notify: bool,
+    mode: Mode,
 }
 
 /// Parses the options; `Err` after the error reply.
@@ -292,6 +319,7 @@ fn parse_options(ctx: &mut Ctx<'_, '_>, rest: &[Bytes]) -> Result<AcquireOptions
     let mut options = AcquireOptions {
         wait: None,
         notify: false,
+        mode: Mode::Exclusive,
     };
     let mut i = 0;
     while i < rest.len() {
@@ -299,6 +327,22 @@ fn parse_options(ctx: &mut Ctx<'_, '_>, rest: &[Bytes]) -> Result<AcquireOptions
         if is(word, "NOTIFY") {
             options.notify = true;
             i += 1;
+            continue;
+        }
+        if is(word, "SHARED") && options.mode == Mode::Exclusive {
+            options.mode = Mode::Permits(i64::MAX);
+            i += 1;
+            continue;
+        }
+        if is(word, "PERMITS") && options.mode == Mode::Exclusive && i + 1 < rest.len() {
+            match parse_i64(&rest[i + 1]) {
+                Some(n) if n > 0 => options.mode = Mode::Permits(n),
+                _ => {
+                    ctx.reply.error(b"ERR PERMITS must be a positive integer");
+                    return Err(());
+                }
+            }
+            i += 2;
             continue;
         }
         if !is(word, "WAIT") || i + 1 >= rest.len() {
@@ -343,58 +387,72 @@ fn watch(ctx: &mut Ctx<'_, '_>, name: &[u8], token: &[u8]) {
 
 fn acquire(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let (name, token) = (&args[1], &args[2]);
-    let Ok(AcquireOptions { wait, notify }) = parse_options(ctx, &args[4..]) else {
+    let Ok(AcquireOptions { wait, notify, mode }) = parse_options(ctx, &args[4..]) else {
         return;
     };
     let Some((ttl_ms, deadline)) = parse_ttl(ctx, &args[3], "lock.acquire") else {
         return;
     };
     let now = ctx.now();
-    match holder(ctx, name) {
-        Holder::OtherType => {
+    let db = ctx.db();
+    let ttl = Duration::from_millis(ttl_ms as u64);
+    let holders = holder(ctx, name, true);
+    // What this request may do: renew its own grant, take the lock, or wait.
+    let (renew, free) = match (&holders, mode) {
+        (Holder::OtherType, _) => {
             ctx.reply.error(err::WRONGTYPE);
             return;
         }
-        Holder::Token(held, _) if held == token[..] => {
-            // The holder asking again: the same grant, renewed.
-            let db = ctx.db();
-            ctx.server
-                .lock_stats
-                .extended(db, name, Duration::from_millis(ttl_ms as u64));
-            grant(ctx, name, token, deadline, now);
-            ctx.server.lock_watches.extended(db, name, token);
-            if notify {
-                watch(ctx, name, token);
-            }
-            let fence = current_fence(ctx, name);
-            answer_grant(ctx, fence, ttl_ms);
-            return;
+        (Holder::Token(held, _), Mode::Exclusive) => (held[..] == token[..], false),
+        (Holder::Shared(leases), Mode::Permits(n)) => (
+            leases.iter().any(|(held, _)| held[..] == token[..]),
+            (leases.len() as i64) < n,
+        ),
+        (Holder::Free, _) => (false, true),
+        _ => (false, false),
+    };
+    if renew {
+        // The holder asking again: the same grant, renewed.
+        ctx.server.lock_stats.extended(db, name, ttl);
+        match mode {
+            Mode::Exclusive => grant(ctx, name, token, deadline, now),
+            Mode::Permits(_) => shared::grant(ctx, name, token, ttl_ms),
         }
-        Holder::Free if my_turn(ctx, name) => {
-            let Some(fence) = next_fence(ctx, name) else {
-                return;
-            };
-            grant(ctx, name, token, deadline, now);
-            let waited_since = ctx
-                .client
-                .blocked
-                .as_ref()
-                .and_then(|block| block.waiter.lock)
-                .map(|lock| lock.since);
-            ctx.server.lock_stats.granted(Grant {
-                db: ctx.client.db,
-                name,
-                token,
-                ttl: Duration::from_millis(ttl_ms as u64),
-                waited_since,
-            });
-            if notify {
-                watch(ctx, name, token);
-            }
-            answer_grant(ctx, fence, ttl_ms);
-            return;
+        ctx.server.lock_watches.extended(db, name, token);
+        if notify {
+            watch(ctx, name, token);
         }
-        Holder::Free | Holder::Token(..) => {}
+        let fence = current_fence(ctx, name);
+        answer_grant(ctx, fence, ttl_ms);
+        return;
+    }
+    if free && my_turn(ctx, name) {
+        let Some(fence) = next_fence(ctx, name) else {
+            return;
+        };
+        match mode {
+            Mode::Exclusive => grant(ctx, name, token, deadline, now),
+            Mode::Permits(_) => shared::grant(ctx, name, token, ttl_ms),
+        }
+        let waited_since = ctx
+            .client
+            .blocked
+            .as_ref()
+            .and_then(|block| block.waiter.lock)
+            .map(|lock| lock.since);
+        ctx.server.lock_stats.granted(Grant {
+            db,
+            name,
+            token,
+            ttl,
+            waited_since,
+            exclusive: mode == Mode::Exclusive,
+        });
+        if notify {
+            watch(ctx, name, token);
+        }
+        answer_grant(ctx, fence, ttl_ms);
+        return;
     }
     let Some(timeout) = wait else {
         ctx.reply.null_array();
@@ -403,10 +461,16 @@ fn acquire(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     if ctx.client.blocked.is_none() {
         gate::block_for_lock(ctx, args, name, timeout);
     }
-    // Waiting: the first in line retries when the holder's TTL runs out.
-    let recheck = match holder(ctx, name) {
-        Holder::Token(_, left) if left >= 0 && my_turn(ctx, name) => {
-            // A key is passed once its deadline is behind: one millisecond after it.
+    // Waiting: the first in line retries when a lease runs out (the holder's, or the
+    // first of the shared ones), so the lock passes on at that deadline.
+    let first_out = match &holders {
+        Holder::Token(_, left) if *left >= 0 => Some(*left),
+        Holder::Shared(leases) => leases.iter().map(|(_, left)| *left).min(),
+        _ => None,
+    };
+    let recheck = match first_out {
+        // A lease has run out once its deadline is behind: a millisecond after it.
+        Some(left) if my_turn(ctx, name) => {
             Some(tokio::time::Instant::now() + Duration::from_millis(left as u64 + 1))
         }
         _ => None,
@@ -424,21 +488,34 @@ fn answer_grant(ctx: &mut Ctx<'_, '_>, fence: i64, ttl_ms: i64) {
 
 fn release(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let (name, token) = (&args[1], &args[2]);
-    match holder(ctx, name) {
-        Holder::OtherType => ctx.reply.error(err::WRONGTYPE),
-        Holder::Token(held, _) if held == token[..] => {
-            let db = ctx.db();
-            let waiters = !lock_waiters(ctx, name).is_empty();
-            ctx.server.lock_stats.released(db, name, token, waiters);
-            ctx.server.lock_watches.released(db, name, token);
-            ctx.keys.remove(db, name);
-            ctx.keys.signal_modified(db, name);
-            ctx.notify(notify::GENERIC, "del", name);
-            ctx.propagate_with(|| vec![Bytes::from_static(b"DEL"), name.clone()]);
-            ctx.reply.integer(1);
+    let db = ctx.db();
+    let held = match holder(ctx, name, true) {
+        Holder::OtherType => {
+            ctx.reply.error(err::WRONGTYPE);
+            return;
         }
-        _ => ctx.reply.integer(0),
+        Holder::Token(held, _) if held[..] == token[..] => Some(true),
+        Holder::Shared(leases) if leases.iter().any(|(held, _)| held[..] == token[..]) => {
+            Some(false)
+        }
+        _ => None,
+    };
+    let Some(exclusive) = held else {
+        ctx.reply.integer(0);
+        return;
+    };
+    let waiters = !lock_waiters(ctx, name).is_empty();
+    ctx.server.lock_stats.released(db, name, token, waiters);
+    ctx.server.lock_watches.released(db, name, token);
+    if exclusive {
+        ctx.keys.remove(db, name);
+        ctx.keys.signal_modified(db, name);
+        ctx.notify(notify::GENERIC, "del", name);
+        ctx.propagate_with(|| vec![Bytes::from_static(b"DEL"), name.clone()]);
+    } else {
+        shared::release(ctx, name, token);
     }
+    ctx.reply.integer(1);
 }
 
 fn extend(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
@@ -447,13 +524,12 @@ fn extend(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         return;
     };
     let now = ctx.now();
-    match holder(ctx, name) {
+    let db = ctx.db();
+    let ttl = Duration::from_millis(ttl_ms as u64);
+    match holder(ctx, name, true) {
         Holder::OtherType => ctx.reply.error(err::WRONGTYPE),
-        Holder::Token(held, _) if held == token[..] => {
-            let db = ctx.db();
-            ctx.server
-                .lock_stats
-                .extended(db, name, Duration::from_millis(ttl_ms as u64));
+        Holder::Token(held, _) if held[..] == token[..] => {
+            ctx.server.lock_stats.extended(db, name, ttl);
             ctx.keys.set_deadline(db, name, Some(deadline));
             ctx.server.lock_watches.extended(db, name, token);
             ctx.keys.signal_modified(db, name);
@@ -468,33 +544,49 @@ fn extend(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             });
             ctx.reply.integer(1);
         }
+        Holder::Shared(leases) if leases.iter().any(|(held, _)| held[..] == token[..]) => {
+            shared::grant(ctx, name, token, ttl_ms);
+            ctx.server.lock_watches.extended(db, name, token);
+            ctx.reply.integer(1);
+        }
         _ => ctx.reply.integer(0),
     }
 }
 
 fn info(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let name = &args[1];
-    let (token, ttl) = match holder(ctx, name) {
+    let (mode, leases): (&[u8], Vec<shared::Lease>) = match holder(ctx, name, false) {
         Holder::OtherType => {
             ctx.reply.error(err::WRONGTYPE);
             return;
         }
-        Holder::Free => (None, -2),
-        Holder::Token(token, ttl) => (Some(token), ttl),
+        Holder::Free => (b"free", Vec::new()),
+        Holder::Token(token, ttl) => (b"exclusive", vec![(token, ttl)]),
+        Holder::Shared(leases) => (b"shared", leases),
     };
     let fence = current_fence(ctx, name);
     let waiters = lock_waiters(ctx, name);
     let reply = &mut *ctx.reply;
-    reply.map(4);
+    reply.map(6);
+    reply.bulk(b"mode");
+    reply.bulk(mode);
     reply.bulk(b"holder");
-    match &token {
-        Some(token) => reply.bulk(token),
-        None => reply.null(),
+    match (mode, leases.first()) {
+        (b"exclusive", Some((token, _))) => reply.bulk(token),
+        _ => reply.null(),
+    }
+    reply.bulk(b"holders");
+    reply.array(leases.len());
+    for (token, left) in &leases {
+        reply.array(2);
+        reply.bulk(token);
+        reply.integer(*left);
     }
     reply.bulk(b"fencing-token");
     reply.integer(fence);
     reply.bulk(b"ttl-ms");
-    reply.integer(ttl);
+    // The longest lease: how long the lock stays taken without a renewal.
+    reply.integer(leases.iter().map(|(_, left)| *left).max().unwrap_or(-2));
     reply.bulk(b"waiters");
     reply.array(waiters.len());
     for (lock, _) in &waiters {
