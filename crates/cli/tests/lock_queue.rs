@@ -186,3 +186,106 @@ fn the_next_run_starts_when_a_killed_holders_ttl_runs_out() {
         .status();
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Most sections running at once in a log of `start`/`end` lines.
+fn most_at_once(lines: &[(String, usize, f64)]) -> usize {
+    let mut events: Vec<(f64, i32)> = lines
+        .iter()
+        .map(|(kind, _, at)| (*at, if kind == "start" { 1 } else { -1 }))
+        .collect();
+    // An end and a start at the same instant: the end first.
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut now, mut most) = (0, 0);
+    for (_, step) in events {
+        now += step;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+/// `--permits 2`: five runs, never more than two at once and two at once at some point,
+/// on Latch (native) and on redis-server (the scripts); `--shared` runs overlap while an
+/// exclusive run waits for them all.
+#[test]
+fn semaphores_and_shared_runs() {
+    for (program, label) in [
+        (latch_testkit::Program::Latch, "latch"),
+        (latch_testkit::Program::Redis, "redis"),
+    ] {
+        let server = Server::start(program, &[]);
+        let url = server.url();
+        let dir = scratch(&format!("sem-{label}"));
+        let log = dir.join("log");
+        let children: Vec<Child> = (0..5)
+            .map(|n| {
+                let script = format!(
+                    "echo \"start {n} $EPOCHREALTIME $$\" >> {log}; sleep 0.2; echo \"end {n} $EPOCHREALTIME $$\" >> {log}",
+                    log = log.display()
+                );
+                Command::new(LATCH)
+                    .args(["lock", "run", "--server", &url, "--name", "sem", "--permits", "2"])
+                    .args(["--ttl", "5s", "--wait", "60s", "--", "bash", "-c", &script])
+                    .stdin(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut child in children {
+            assert!(child.wait().unwrap().success(), "{label}");
+        }
+        let lines = read_log(&log);
+        assert_eq!(lines.len(), 10, "{label}: {lines:?}");
+        assert_eq!(most_at_once(&lines), 2, "{label}: {lines:?}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    let server = Server::latch(&[]);
+    let url = server.url();
+    let dir = scratch("shared");
+    let log = dir.join("log");
+    let run = |n: usize, shared: bool, hold: &str| {
+        let script = format!(
+            "echo \"start {n} $EPOCHREALTIME $$\" >> {log}; sleep {hold}; echo \"end {n} $EPOCHREALTIME $$\" >> {log}",
+            log = log.display()
+        );
+        let mut command = Command::new(LATCH);
+        command.args(["lock", "run", "--server", &url, "--name", "rw"]);
+        if shared {
+            command.arg("--shared");
+        }
+        command
+            .args(["--ttl", "5s", "--wait", "60s", "--", "bash", "-c", &script])
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut conn = connect(&server);
+    let readers: Vec<Child> = (0..3).map(|n| run(n, true, "0.3")).collect();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&log).map_or(0, |text| text.lines().count()) < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "three readers never ran together"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let writer = run(3, false, "0");
+    wait_for_waiters(&mut conn, "rw", 1);
+    for mut child in readers.into_iter().chain([writer]) {
+        assert!(child.wait().unwrap().success());
+    }
+    let lines = read_log(&log);
+    assert_eq!(most_at_once(&lines), 3, "{lines:?}");
+    let writer_start = lines
+        .iter()
+        .find(|(kind, n, _)| kind == "start" && *n == 3)
+        .unwrap()
+        .2;
+    let last_reader_end = lines
+        .iter()
+        .filter(|(kind, n, _)| kind == "end" && *n < 3)
+        .map(|(_, _, at)| *at)
+        .fold(0.0, f64::max);
+    assert!(writer_start >= last_reader_end, "{lines:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}

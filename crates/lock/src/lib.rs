@@ -72,7 +72,7 @@ pub use error::{LockError, LostReason};
 pub use guard::{LockGuard, LockState};
 pub use legacy::{Attempt, LegacyLease, LegacyLock};
 pub use locker::{validity, Lease, Locker, NodeStatus};
-pub use options::LockOptions;
+pub use options::{LockMode, LockOptions};
 pub use sentinel::SENTINEL_SCHEME;
 pub use token::random_token;
 

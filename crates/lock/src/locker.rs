@@ -90,6 +90,11 @@ impl Locker {
             return Err(LockError::InvalidArgument("no servers given".into()));
         }
         options.validate()?;
+        if urls.len() > 1 && options.mode != crate::LockMode::Exclusive {
+            return Err(LockError::InvalidArgument(
+                "shared locks and semaphores are on one server, not a Redlock".into(),
+            ));
+        }
         let nodes = urls
             .iter()
             .map(|url| Node::open(url.as_ref()))
@@ -189,6 +194,7 @@ impl Locker {
         let granted = node
             .native_acquire(
                 (name, &token, ttl_ms),
+                options.mode.permits(),
                 wait.filter(|wait| !wait.is_zero()),
                 options.node_timeout(),
                 options.replica_wait(),
@@ -244,13 +250,19 @@ impl Locker {
         let timeout = options.node_timeout();
         let wait = options.replica_wait();
         let started = Instant::now();
+        let permits = options.mode.permits().map(|n| n.to_string());
+        let (script, args): (&redis::Script, Vec<&str>) = match &permits {
+            None => (&scripts::ACQUIRE, vec![&token, &ttl_ms]),
+            Some(permits) => (&scripts::ACQUIRE_SHARED, vec![&token, &ttl_ms, permits]),
+        };
+        let args = &args;
 
         let answers = join_all(inner.nodes.iter().map(|node| async {
             let reply: Result<(i64, i64), NodeFailure> = node
                 .run_replicated(
-                    &scripts::ACQUIRE,
+                    script,
                     &[name, &fence],
-                    &[&token, &ttl_ms],
+                    args,
                     timeout,
                     wait,
                     |(granted, _)| *granted == 1,
@@ -383,11 +395,15 @@ impl Locker {
         }
         let name = lease.name.as_str();
         let token = lease.token.as_str();
+        let script = match options.mode {
+            crate::LockMode::Exclusive => &*scripts::EXTEND,
+            _ => &*scripts::EXTEND_SHARED,
+        };
         let answers = join_all(inner.nodes.iter().map(|node| {
             let ttl_ms = &ttl_ms;
             async move {
                 node.run_replicated::<i64>(
-                    &scripts::EXTEND,
+                    script,
                     &[name],
                     &[token, ttl_ms],
                     timeout,
@@ -461,11 +477,15 @@ impl Locker {
     pub(crate) async fn release_token(&self, name: &str, token: &str) -> usize {
         let inner = &self.inner;
         let timeout = inner.options.node_timeout();
-        let answers = join_all(inner.nodes.iter().map(|node| async move {
-            node.run::<i64>(&scripts::RELEASE, &[name], &[token], timeout)
-                .await
-        }))
-        .await;
+        let script = match inner.options.mode {
+            crate::LockMode::Exclusive => &*scripts::RELEASE,
+            _ => &*scripts::RELEASE_SHARED,
+        };
+        let answers =
+            join_all(inner.nodes.iter().map(|node| async move {
+                node.run::<i64>(script, &[name], &[token], timeout).await
+            }))
+            .await;
         answers.into_iter().filter(|a| matches!(a, Ok(1))).count()
     }
 

@@ -237,6 +237,7 @@ impl Node {
     pub(crate) async fn native_acquire(
         &self,
         (name, token, ttl_ms): (&str, &str, u64),
+        permits: Option<u64>,
         wait: Option<Duration>,
         timeout: Duration,
         replicas: Option<ReplicaWait>,
@@ -247,6 +248,15 @@ impl Node {
         };
         let mut command = redis::cmd("LOCK.ACQUIRE");
         command.arg(name).arg(token).arg(ttl_ms);
+        match permits {
+            None => {}
+            Some(n) if n >= u64::from(u32::MAX) => {
+                command.arg("SHARED");
+            }
+            Some(n) => {
+                command.arg("PERMITS").arg(n);
+            }
+        }
         if let Some(wait) = wait {
             // WAIT 0 would wait without limit: at least a millisecond.
             command.arg("WAIT").arg(wait.as_millis().max(1) as u64);

@@ -39,6 +39,31 @@ pub struct LockOptions {
     /// the server instead of polling. Default on; off, every server is driven with the
     /// scripts, as redis-server is.
     pub native: bool,
+    /// How many may hold the lock at once. Default [`LockMode::Exclusive`].
+    pub mode: LockMode,
+}
+
+/// One holder at a time, several (a read lock beside other readers), or up to `n` (a
+/// counting semaphore). Shared holders and permits are the members of a sorted set at the
+/// lock's name (see `scripts::ACQUIRE_SHARED`); an exclusive holder keeps them all out and
+/// they keep it out. On one server only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LockMode {
+    #[default]
+    Exclusive,
+    Shared,
+    Permits(u32),
+}
+
+impl LockMode {
+    /// The most holders at once.
+    pub(crate) fn permits(self) -> Option<u64> {
+        match self {
+            LockMode::Exclusive => None,
+            LockMode::Shared => Some(u64::from(u32::MAX)),
+            LockMode::Permits(n) => Some(u64::from(n)),
+        }
+    }
 }
 
 impl Default for LockOptions {
@@ -61,6 +86,7 @@ impl LockOptions {
             wait_replicas: 0,
             wait_replicas_timeout: Duration::from_millis(500),
             native: true,
+            mode: LockMode::Exclusive,
         }
     }
 
@@ -113,6 +139,11 @@ impl LockOptions {
     }
 
     pub(crate) fn validate(&self) -> Result<(), LockError> {
+        if self.mode == LockMode::Permits(0) {
+            return Err(LockError::InvalidArgument(
+                "a semaphore needs at least 1 permit".into(),
+            ));
+        }
         if self.ttl < Duration::from_millis(10) {
             return Err(LockError::InvalidArgument(format!(
                 "ttl {:?} is too short (at least 10 ms)",

@@ -74,3 +74,78 @@ return 0
 "#,
     )
 });
+
+/// The server's clock in milliseconds, as the shared scripts below compute it.
+const NOW_MS: &str = r#"
+local clock = redis.call('TIME')
+local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+"#;
+
+/// Acquire a permit of a semaphore (`ARGV[3]` permits; a shared lock has as many as can
+/// be): the holders are the members of a sorted set at the lock's name scored with the
+/// unix ms their lease runs out, the key expiring with the last lease (the layout Latch's
+/// `LOCK.ACQUIRE ... PERMITS` keeps, so both kinds of client share a semaphore). Leases
+/// that ran out are dropped first. An exclusive holder (a string) keeps everyone out.
+///
+/// Returns `{1, fencing_token}` when granted (or renewed), `{0, ms until the first lease
+/// runs out}` when not.
+pub static ACQUIRE_SHARED: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        r#"
+if redis.replicate_commands then redis.replicate_commands() end
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind == 'string' then return {{0, redis.call('PTTL', KEYS[1])}} end
+{NOW_MS}
+if kind == 'zset' then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. now_ms) end
+if not redis.call('ZSCORE', KEYS[1], ARGV[1])
+    and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
+    local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+    return {{0, tonumber(first[2]) - now_ms}}
+end
+redis.call('ZADD', KEYS[1], string.format('%.0f', now_ms + tonumber(ARGV[2])), ARGV[1])
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[1], last[2])
+local floor = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+local fence = redis.call('INCR', KEYS[2])
+if fence < floor then
+    redis.call('SET', KEYS[2], string.format('%.0f', floor))
+    fence = floor
+end
+return {{1, fence}}
+"#
+    ))
+});
+
+/// Release a permit: 1 when this holder's lease was live and is gone, 0 otherwise.
+pub static RELEASE_SHARED: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        r#"
+if redis.replicate_commands then redis.replicate_commands() end
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'zset' then return 0 end
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not score then return 0 end
+{NOW_MS}
+redis.call('ZREM', KEYS[1], ARGV[1])
+if tonumber(score) < now_ms then return 0 end
+return 1
+"#
+    ))
+});
+
+/// Extend a permit's lease to `ARGV[2]` ms from now: 1 when it was live, 0 otherwise.
+pub static EXTEND_SHARED: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        r#"
+if redis.replicate_commands then redis.replicate_commands() end
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'zset' then return 0 end
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not score then return 0 end
+{NOW_MS}
+if tonumber(score) < now_ms then return 0 end
+redis.call('ZADD', KEYS[1], string.format('%.0f', now_ms + tonumber(ARGV[2])), ARGV[1])
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[1], last[2])
+return 1
+"#
+    ))
+});

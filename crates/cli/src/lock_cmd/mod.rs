@@ -94,6 +94,15 @@ pub struct RunArgs {
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub grace: Duration,
 
+    /// Take the lock shared with other --shared holders (a read lock): an exclusive holder
+    /// waits for all of them. One server only.
+    #[arg(long, conflicts_with = "permits")]
+    pub shared: bool,
+
+    /// A counting semaphore of N permits: up to N holders at once. One server only.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub permits: Option<u32>,
+
     /// Never use Latch's native lock commands (LOCK.ACQUIRE ... WAIT): poll with the
     /// scripts every Redis-compatible server runs, as against redis-server.
     #[arg(long)]

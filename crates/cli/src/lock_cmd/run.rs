@@ -17,6 +17,11 @@ pub async fn run(args: RunArgs) -> ExitCode {
     options.wait = args.wait;
     options.max_hold = args.max_hold;
     options.native = !args.no_native_locks;
+    options.mode = match (args.shared, args.permits) {
+        (true, _) => latch_lock::LockMode::Shared,
+        (false, Some(n)) => latch_lock::LockMode::Permits(n),
+        (false, None) => latch_lock::LockMode::Exclusive,
+    };
     if args.wait_replicas > 0 {
         options = options.wait_replicas(args.wait_replicas, args.wait_timeout);
     }
