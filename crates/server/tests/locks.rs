@@ -730,3 +730,44 @@ fn semaphores_and_shared_locks() {
     );
     check(&mut raw, "LOCK.ACQUIRE x t 100 SHARED PERMITS 2", SYNTAX);
 }
+
+/// LOCK.LIST: the locks held or waited for, by pattern, with their mode, holders, TTL and
+/// waiters.
+#[test]
+fn list_by_pattern() {
+    let server = TestServer::start(&[]);
+    let mut c = client(&server);
+    acquire(&mut c, &["jobs:a", "t", "60000"]).unwrap();
+    acquire(&mut c, &["jobs:b", "t", "60000", "PERMITS", "3"]).unwrap();
+    acquire(&mut c, &["other", "t", "60000"]).unwrap();
+    acquire(&mut c, &["jobs:free", "t", "60000"]).unwrap();
+    assert_eq!(int(&mut c, &["LOCK.RELEASE", "jobs:free", "t"]), 1);
+    let waiter = {
+        let mut conn = client(&server);
+        thread::spawn(move || acquire(&mut conn, &["jobs:a", "u", "1000", "WAIT", "0"]))
+    };
+    wait_for_waiters(&mut c, "jobs:a", 1);
+    let rows: Value = redis::cmd("LOCK.LIST").arg("jobs:*").query(&mut c).unwrap();
+    let text = format!("{rows:?}");
+    let Value::Array(rows) = rows else {
+        panic!("{text}")
+    };
+    assert_eq!(rows.len(), 2, "{text}");
+    let row = |index: usize| -> Vec<Value> {
+        match &rows[index] {
+            Value::Array(fields) => fields.clone(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let a = row(0);
+    assert_eq!(a[1], Value::BulkString(b"jobs:a".to_vec()), "{text}");
+    assert_eq!(a[3], Value::BulkString(b"exclusive".to_vec()), "{text}");
+    assert_eq!(a[9], Value::Int(1), "one waiter: {text}");
+    let b = row(1);
+    assert_eq!(b[1], Value::BulkString(b"jobs:b".to_vec()), "{text}");
+    assert_eq!(b[3], Value::BulkString(b"shared".to_vec()), "{text}");
+    let all: Vec<Value> = redis::cmd("LOCK.LIST").query(&mut c).unwrap();
+    assert_eq!(all.len(), 3);
+    assert_eq!(int(&mut c, &["LOCK.RELEASE", "jobs:a", "t"]), 1);
+    assert!(waiter.join().unwrap().is_some());
+}

@@ -39,11 +39,11 @@ use crate::commands::{err, is, parse_i64, Ctx};
 use crate::gate;
 use crate::lock_stats::Grant;
 use crate::pubsub::notify;
-use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, Group, KeySpec, LockPlan};
+use crate::spec::{acl, flag, keyflag, Arg, ArgType, CommandSpec, Group, KeySpec, LockPlan};
 
 mod shared;
 
-pub static COMMANDS: &[CommandSpec] = &[ACQUIRE, RELEASE, EXTEND, INFO];
+pub static COMMANDS: &[CommandSpec] = &[ACQUIRE, RELEASE, EXTEND, INFO, LIST];
 
 const NAME: Arg = Arg::key("name", 0);
 
@@ -126,6 +126,22 @@ pub const INFO: CommandSpec = CommandSpec {
     key_specs: &[KeySpec::single(1, keyflag::RO | keyflag::ACCESS)],
     arguments: &[NAME],
     handler: Some(info),
+    ..CommandSpec::BASE
+};
+
+pub const LIST: CommandSpec = CommandSpec {
+    name: "lock.list",
+    group: Group::Lock,
+    summary: "Lists the locks held or waited for whose names match a pattern: mode, \
+              holders, TTL and waiters of each.",
+    since: "0.1.0",
+    complexity: "O(N) with N the number of keys in the database.",
+    arity: -1,
+    flags: flag::READONLY,
+    acl: acl::KEYSPACE | acl::DANGEROUS,
+    lock: LockPlan::All,
+    arguments: &[Arg::new("pattern", ArgType::Pattern).optional()],
+    handler: Some(list),
     ..CommandSpec::BASE
 };
 
@@ -593,5 +609,58 @@ fn info(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         reply.array(2);
         reply.integer(lock.client_id as i64);
         reply.integer(lock.since.elapsed().as_millis() as i64);
+    }
+}
+
+/// LOCK.LIST [pattern]: the locks that keep a fencing counter (every lock LOCK.ACQUIRE or
+/// latch-lock granted) and are held or waited for now, by name.
+fn list(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let pattern = args.get(1).map_or(&b"*"[..], |p| &p[..]);
+    let db = ctx.db();
+    let mut names: Vec<Bytes> = Vec::new();
+    ctx.keys.for_each_key(db, &mut |slot| {
+        let key = slot.key();
+        if let Some(name) = key
+            .strip_prefix(b"{")
+            .and_then(|rest| rest.strip_suffix(b"}:fence"))
+        {
+            if latch_keyspace::glob::glob_match(pattern, name, false) {
+                names.push(Bytes::copy_from_slice(name));
+            }
+        }
+    });
+    names.sort();
+    let mut rows = Vec::new();
+    for name in names {
+        let (mode, holders, ttl): (&[u8], usize, i64) = match holder(ctx, &name, false) {
+            Holder::Free => (b"free", 0, -2),
+            Holder::Token(_, ttl) => (b"exclusive", 1, ttl),
+            Holder::Shared(leases) => (
+                b"shared",
+                leases.len(),
+                leases.iter().map(|(_, left)| *left).max().unwrap_or(-2),
+            ),
+            Holder::OtherType => continue,
+        };
+        let waiters = lock_waiters(ctx, &name).len();
+        if holders == 0 && waiters == 0 {
+            continue;
+        }
+        rows.push((name, mode, holders, ttl, waiters));
+    }
+    let reply = &mut *ctx.reply;
+    reply.array(rows.len());
+    for (name, mode, holders, ttl, waiters) in rows {
+        reply.map(5);
+        reply.bulk(b"name");
+        reply.bulk(&name);
+        reply.bulk(b"mode");
+        reply.bulk(mode);
+        reply.bulk(b"holders");
+        reply.integer(holders as i64);
+        reply.bulk(b"ttl-ms");
+        reply.integer(ttl);
+        reply.bulk(b"waiters");
+        reply.integer(waiters as i64);
     }
 }
