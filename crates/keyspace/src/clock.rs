@@ -191,6 +191,24 @@ impl Clock {
                 .saturating_mul(1000)
     }
 
+    /// How long from now until `deadline` has passed on this clock (a reading's `mono_ms`,
+    /// or `wall_ms` for a wall deadline, past it): zero when it has. Down to the
+    /// nanosecond for a monotonic deadline; a wall deadline (in unix ms) is reached when
+    /// the wall clock's microseconds say so.
+    pub fn until_passed(&self, deadline: Deadline) -> std::time::Duration {
+        if deadline.is_wall() {
+            let passed_at_us = (deadline.raw_ms() + 1).saturating_mul(1000);
+            let left_us = passed_at_us.saturating_sub(self.wall_us()).max(0);
+            return std::time::Duration::from_micros(left_us as u64);
+        }
+        // A reading says `elapsed_ms + offset + 1`; passed once that exceeds the deadline,
+        // from `elapsed_ns >= (deadline - offset) ms` on.
+        let offset = self.mono_offset_ms.load(Ordering::Relaxed);
+        let passed_at_ns = (deadline.raw_ms() - offset).max(0) as u64 * 1_000_000;
+        let elapsed_ns = Tick::now().nanos_since(self.base);
+        std::time::Duration::from_nanos(passed_at_ns.saturating_sub(elapsed_ns))
+    }
+
     /// Re-reads the wall clock (each cron tick), so a step too small for the coarse check is
     /// still followed within a tick.
     pub fn resync_wall(&self) {
@@ -283,6 +301,28 @@ impl Deadline {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn until_passed_counts_down_to_the_first_reading_past_the_deadline() {
+        let clock = Clock::new();
+        let now = clock.now();
+        let deadline = Deadline::after(now, 50).unwrap();
+        let left = clock.until_passed(deadline);
+        assert!(left <= std::time::Duration::from_millis(51), "{left:?}");
+        assert!(left >= std::time::Duration::from_millis(48), "{left:?}");
+        std::thread::sleep(left);
+        assert!(
+            deadline.is_passed(clock.now()),
+            "passed once the wait is over"
+        );
+        assert_eq!(clock.until_passed(deadline), std::time::Duration::ZERO);
+        let wall = Deadline::at_wall(now.wall_ms + 30);
+        let left = clock.until_passed(wall);
+        assert!(left <= std::time::Duration::from_millis(32), "{left:?}");
+        std::thread::sleep(left);
+        assert!(wall.is_passed(clock.now()));
+    }
+
     use super::*;
 
     /// Ticks read the clock `Instant` reads: the same interval measured both ways agrees.

@@ -477,17 +477,21 @@ fn acquire(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     if ctx.client.blocked.is_none() {
         gate::block_for_lock(ctx, args, name, timeout);
     }
-    // Waiting: the first in line retries when a lease runs out (the holder's, or the
+    // Waiting: the first in line retries the moment a lease runs out (the holder's, or the
     // first of the shared ones), so the lock passes on at that deadline.
     let first_out = match &holders {
-        Holder::Token(_, left) if *left >= 0 => Some(*left),
-        Holder::Shared(leases) => leases.iter().map(|(_, left)| *left).min(),
+        Holder::Token(..) => ctx.keys.get_slot(db, name).and_then(|slot| slot.deadline()),
+        Holder::Shared(_) => match ctx.keys.get(db, name) {
+            Some(Value::ZSet(set)) => set.nth(0).map(|(_, until)| Deadline::at_wall(until as i64)),
+            _ => None,
+        },
         _ => None,
     };
     let recheck = match first_out {
-        // A lease has run out once its deadline is behind: a millisecond after it.
-        Some(left) if my_turn(ctx, name) => {
-            Some(tokio::time::Instant::now() + Duration::from_millis(left as u64 + 1))
+        Some(deadline) if my_turn(ctx, name) => {
+            // Never at once: a retry that finds the lease still running waits again.
+            let left = ctx.server.keyspace.clock().until_passed(deadline);
+            Some(tokio::time::Instant::now() + left.max(Duration::from_micros(100)))
         }
         _ => None,
     };
