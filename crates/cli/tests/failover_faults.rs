@@ -28,6 +28,12 @@
 //! `--wait-replicas 1` also that every overlap was fenced off. Without it, the double grants
 //! it finds are the documented weakness, printed and not asserted.
 //!
+//! A third run uses Latch's native locks (the workers wait in the server with LOCK.ACQUIRE
+//! ... WAIT). Their hand-over leaves the lock free for well under a millisecond, so the
+//! second kill stops the replicas while a holder is in its section instead, and kills the
+//! primary once it granted the lock to the next holder (`regrant_kill`): the promoted
+//! replica still holds the earlier holder's key.
+//!
 //! `cargo test --release -p latch-cli --test failover_faults -- --nocapture` prints the tally.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -327,7 +333,7 @@ struct Workers {
 }
 
 impl Workers {
-    fn start(cluster: &Cluster, resource: &Server, wait_replicas: bool) -> Workers {
+    fn start(cluster: &Cluster, resource: &Server, wait_replicas: bool, native: bool) -> Workers {
         let stop = Arc::new(AtomicBool::new(false));
         let exits = Arc::new(Mutex::new(Vec::new()));
         let mut args: Vec<String> = ["lock", "run", "--name", LOCK]
@@ -335,18 +341,14 @@ impl Workers {
             .map(|s| s.to_string())
             .collect();
         args.extend(cluster.sentinel_args());
-        // The scripts' polling leaves the lock free between holders, which the injection
-        // below waits for; native locks hand it over within a millisecond.
-        for arg in [
-            "--ttl",
-            TTL,
-            "--wait",
-            "60s",
-            "--grace",
-            "300ms",
-            "--no-native-locks",
-        ] {
+        for arg in ["--ttl", TTL, "--wait", "60s", "--grace", "300ms"] {
             args.push(arg.to_string());
+        }
+        // The scripts' polling leaves the lock free between holders, which the stalled
+        // kill waits for; native locks hand it over within a millisecond (see
+        // `regrant_kill`).
+        if !native {
+            args.push("--no-native-locks".to_string());
         }
         if wait_replicas {
             for arg in ["--wait-replicas", "1", "--wait-timeout", "300ms"] {
@@ -564,6 +566,70 @@ fn stalled_kill(cluster: &mut Cluster, resource: &Server) -> Kill {
     }
 }
 
+/// For native locks, whose hand-over leaves no moment free: stops the primary's replicas
+/// and cuts their links while a holder is in its section, then kills the primary as soon
+/// as it granted the lock to another holder (the replicas never got that grant, and still
+/// hold the earlier holder's key), or after 15 s.
+fn regrant_kill(cluster: &mut Cluster, resource: &Server) -> Kill {
+    let old = cluster.primary_port();
+    let mut primary = connect(old).expect("connect to the primary");
+    let replicas = cluster.replicas_of(old);
+    assert!(!replicas.is_empty(), "the primary {old} has no replicas");
+    let pids: Vec<u32> = replicas
+        .iter()
+        .map(|port| cluster.server(*port).pid())
+        .collect();
+    let held = wait_until(Duration::from_secs(30), "a holder", || {
+        let holder = get(&mut primary, LOCK);
+        (holder.is_some(), holder)
+    })
+    .unwrap_or_default();
+    for pid in &pids {
+        send_signal(*pid, libc::SIGSTOP);
+    }
+    let _: Result<i64, _> = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("replica")
+        .query(&mut primary);
+    let stalled = Instant::now();
+    let mut caught = None;
+    while stalled.elapsed() < Duration::from_secs(15) {
+        match get(&mut primary, LOCK) {
+            Some(token) if token != held => {
+                caught = Some(token);
+                break;
+            }
+            _ => thread::sleep(Duration::from_millis(1)),
+        }
+    }
+    let mut began = false;
+    if let Some(token) = &caught {
+        let deadline = Instant::now() + Duration::from_millis(200);
+        while !began && Instant::now() < deadline {
+            began = resource_events(resource)
+                .iter()
+                .any(|e| e.kind == "begin" && &e.token == token);
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+    let caught = caught.map(|token| (token, began));
+    let killed = Instant::now();
+    cluster.server(old).kill();
+    for pid in &pids {
+        send_signal(*pid, libc::SIGCONT);
+    }
+    drop(primary);
+    let (new, _) = cluster.kill_and_wait_switch(old);
+    Kill {
+        kind: "SIGKILL during a replication stall (after a re-grant)",
+        old,
+        new,
+        switch: killed.elapsed(),
+        unreplicated_grant: caught,
+    }
+}
+
 struct Section {
     token: String,
     fence: u64,
@@ -679,24 +745,28 @@ fn check(events: &[Event], lost: &HashSet<u32>) -> Findings {
     findings
 }
 
-fn run_mode(wait_replicas: bool) {
-    let mode = if wait_replicas {
-        "--wait-replicas 1"
-    } else {
-        "without --wait-replicas"
+fn run_mode(wait_replicas: bool, native: bool) {
+    let mode = match (wait_replicas, native) {
+        (true, _) => "--wait-replicas 1",
+        (false, false) => "without --wait-replicas",
+        (false, true) => "native LOCK.*, without --wait-replicas",
     };
     let started = Instant::now();
     let mut cluster = Cluster::start();
     let resource = Server::latch(&[]);
     eprintln!("[{mode}] cluster up in {:?}", started.elapsed());
-    let workers = Workers::start(&cluster, &resource, wait_replicas);
+    let workers = Workers::start(&cluster, &resource, wait_replicas, native);
 
     let first = plain_kill(&mut cluster, &resource);
     let switched = Instant::now();
     eprintln!("[{mode}] {}", first.describe());
     cluster.server(first.old).restart(&[]);
     thread::sleep(BETWEEN_FAILOVERS.saturating_sub(switched.elapsed()));
-    let second = stalled_kill(&mut cluster, &resource);
+    let second = if native {
+        regrant_kill(&mut cluster, &resource)
+    } else {
+        stalled_kill(&mut cluster, &resource)
+    };
     eprintln!("[{mode}] {}", second.describe());
     cluster.server(second.old).restart(&[]);
     thread::sleep(Duration::from_secs(4));
@@ -778,6 +848,8 @@ fn run_mode(wait_replicas: bool) {
 /// sentinel that misses a PONG for 1 s fails over on its own.
 #[test]
 fn lock_run_through_sentinel_failovers_with_and_without_wait() {
-    run_mode(false);
-    run_mode(true);
+    run_mode(false, false);
+    run_mode(true, false);
+    // And with Latch's native locks (the workers wait in the server).
+    run_mode(false, true);
 }

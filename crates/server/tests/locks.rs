@@ -771,3 +771,68 @@ fn list_by_pattern() {
     assert_eq!(int(&mut c, &["LOCK.RELEASE", "jobs:a", "t"]), 1);
     assert!(waiter.join().unwrap().is_some());
 }
+
+/// Inside a script a lock request never waits (nil at once, as BLPOP inside a script), and
+/// the lock and its counter survive a restart from the AOF and load in redis-server from
+/// the RDB as the ordinary keys they are.
+#[test]
+fn scripts_do_not_wait_and_files_keep_locks() {
+    let dir = std::env::temp_dir().join(format!("latch-locks-files-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut server = Server::start_in(Program::Latch, &dir, &["--appendonly", "yes"]);
+    let mut c = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let (fence, _) = acquire(&mut c, &["job", "a", "600000"]).unwrap();
+    acquire(&mut c, &["pool", "x", "600000", "PERMITS", "2"]).unwrap();
+    let in_script: Value = redis::cmd("EVAL")
+        .arg("return redis.call('LOCK.ACQUIRE', KEYS[1], 'b', 1000, 'WAIT', 0)")
+        .arg(1)
+        .arg("job")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(in_script, Value::Nil);
+    let granted: Value = redis::cmd("EVAL")
+        .arg("return redis.call('LOCK.ACQUIRE', KEYS[1], 'b', 1000)")
+        .arg(1)
+        .arg("other")
+        .query(&mut c)
+        .unwrap();
+    assert!(matches!(granted, Value::Array(_)), "{granted:?}");
+
+    server.restart(&[]);
+    let mut c = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let (holder, counter, _, _) = info(&mut c, "job");
+    assert_eq!((holder.as_deref(), counter), (Some("a"), fence));
+    assert_eq!(
+        acquire(&mut c, &["job", "c", "1000"]),
+        None,
+        "still held after the restart"
+    );
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    drop(server);
+
+    let redis_dir = std::env::temp_dir().join(format!("latch-locks-rdb-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&redis_dir);
+    std::fs::create_dir_all(&redis_dir).unwrap();
+    std::fs::copy(dir.join("dump.rdb"), redis_dir.join("dump.rdb")).unwrap();
+    let redis = Server::start_in(Program::Redis, &redis_dir, &[]);
+    let mut r = redis::Client::open(redis.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let holder: String = redis::cmd("GET").arg("job").query(&mut r).unwrap();
+    assert_eq!(holder, "a");
+    let counter: String = redis::cmd("GET").arg("{job}:fence").query(&mut r).unwrap();
+    assert_eq!(counter, fence.to_string());
+    assert_eq!(int(&mut r, &["ZCARD", "pool"]), 1);
+    assert!(int(&mut r, &["PTTL", "job"]) > 500_000);
+    drop(redis);
+    let _ = std::fs::remove_dir_all(dir);
+    let _ = std::fs::remove_dir_all(redis_dir);
+}
