@@ -14,7 +14,8 @@ Three measurements, each with primary and replicas of the same server:
   the faster primary looked slower.
 - **Replica lag**: redis-benchmark's SET (50 clients, pipeline 1, random keys) against a
   primary with one replica; every 20 ms the bytes the replica is behind
-  (`master_repl_offset` minus its `slave_repl_offset`): median and maximum, and how long
+  (`master_repl_offset` minus its `slave_repl_offset`): median, 99th percentile and
+  maximum, and how long
   after the load stops the replica is caught up.
 - **Throughput with replicas**: the same SET load (pipeline 1 and 16) against a primary
   with no replica and with two.
@@ -165,7 +166,9 @@ def lag(binary, requests):
         while int(info(replica)["slave_repl_offset"]) < target:
             time.sleep(0.001)
         catch_up_ms = (time.perf_counter() - stopped) * 1000
-        return statistics.median(samples), max(samples), catch_up_ms
+        samples.sort()
+        p99 = samples[int(len(samples) * 0.99)]
+        return statistics.median(samples), p99, max(samples), catch_up_ms
     finally:
         cluster.stop()
 
@@ -203,8 +206,9 @@ def main():
             row.setdefault("sync_s", []).append(seconds)
             _, worst = full_sync(binary, args.keys, ping=True)
             row.setdefault("sync_ping_ms", []).append(worst)
-            median_lag, max_lag, catch_up = lag(binary, args.requests)
+            median_lag, p99_lag, max_lag, catch_up = lag(binary, args.requests)
             row.setdefault("lag_median_b", []).append(median_lag)
+            row.setdefault("lag_p99_b", []).append(p99_lag)
             row.setdefault("lag_max_b", []).append(max_lag)
             row.setdefault("catch_up_ms", []).append(catch_up)
             for pipeline in (1, 16):
@@ -216,6 +220,7 @@ def main():
         ("full sync of %d keys, s" % args.keys, "sync_s", "%.2f"),
         ("primary's slowest PING during it, ms", "sync_ping_ms", "%.1f"),
         ("replica lag under SET c50, median bytes", "lag_median_b", "%.0f"),
+        ("replica lag under SET c50, p99 bytes", "lag_p99_b", "%.0f"),
         ("replica lag under SET c50, max bytes", "lag_max_b", "%.0f"),
         ("caught up after the load, ms", "catch_up_ms", "%.1f"),
         ("SET c50-P1 rps, no replica", "rps_P1_r0", "%.0f"),
