@@ -538,31 +538,50 @@ fn stalled_kill(cluster: &mut Cluster, resource: &Server) -> Kill {
             }
             thread::sleep(Duration::from_micros(500));
         }
-        let mut began = false;
-        if let Some(token) = &caught {
-            let deadline = Instant::now() + Duration::from_millis(200);
-            while !began && Instant::now() < deadline {
-                began = resource_events(resource)
-                    .iter()
-                    .any(|e| e.kind == "begin" && &e.token == token);
-                thread::sleep(Duration::from_millis(5));
-            }
-        }
-        break caught.map(|token| (token, began));
+        break caught;
     };
+    drop(primary);
+    kill_stalled(
+        cluster,
+        resource,
+        (old, &pids),
+        caught,
+        "SIGKILL during a replication stall",
+    )
+}
+
+/// The end of a kill during a stall: waits up to 200 ms for the holder of the grant the
+/// replicas never got (if any) to begin its section, kills the primary, resumes the
+/// replicas and waits for the sentinels to name another primary.
+fn kill_stalled(
+    cluster: &mut Cluster,
+    resource: &Server,
+    (old, replica_pids): (u16, &[u32]),
+    caught: Option<String>,
+    kind: &'static str,
+) -> Kill {
+    let mut began = false;
+    if let Some(token) = &caught {
+        let deadline = Instant::now() + Duration::from_millis(200);
+        while !began && Instant::now() < deadline {
+            began = resource_events(resource)
+                .iter()
+                .any(|e| e.kind == "begin" && &e.token == token);
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
     let killed = Instant::now();
     cluster.server(old).kill();
-    for pid in &pids {
+    for pid in replica_pids {
         send_signal(*pid, libc::SIGCONT);
     }
-    drop(primary);
     let (new, _) = cluster.kill_and_wait_switch(old);
     Kill {
-        kind: "SIGKILL during a replication stall",
+        kind,
         old,
         new,
         switch: killed.elapsed(),
-        unreplicated_grant: caught,
+        unreplicated_grant: caught.map(|token| (token, began)),
     }
 }
 
@@ -603,31 +622,14 @@ fn regrant_kill(cluster: &mut Cluster, resource: &Server) -> Kill {
             _ => thread::sleep(Duration::from_millis(1)),
         }
     }
-    let mut began = false;
-    if let Some(token) = &caught {
-        let deadline = Instant::now() + Duration::from_millis(200);
-        while !began && Instant::now() < deadline {
-            began = resource_events(resource)
-                .iter()
-                .any(|e| e.kind == "begin" && &e.token == token);
-            thread::sleep(Duration::from_millis(5));
-        }
-    }
-    let caught = caught.map(|token| (token, began));
-    let killed = Instant::now();
-    cluster.server(old).kill();
-    for pid in &pids {
-        send_signal(*pid, libc::SIGCONT);
-    }
     drop(primary);
-    let (new, _) = cluster.kill_and_wait_switch(old);
-    Kill {
-        kind: "SIGKILL during a replication stall (after a re-grant)",
-        old,
-        new,
-        switch: killed.elapsed(),
-        unreplicated_grant: caught,
-    }
+    kill_stalled(
+        cluster,
+        resource,
+        (old, &pids),
+        caught,
+        "SIGKILL during a replication stall (after a re-grant)",
+    )
 }
 
 struct Section {

@@ -275,27 +275,9 @@ impl Node {
             return Ok(None);
         };
         let fence = u64::try_from(fence).unwrap_or(0);
-        let Some(replicas) = replicas else {
-            return Ok(Some(fence));
-        };
-        let wait_ms = replicas.timeout.as_millis().clamp(1, u128::from(u32::MAX)) as u64;
-        let limit = replicas.timeout + timeout;
-        let acked = async {
-            redis::cmd("WAIT")
-                .arg(replicas.replicas)
-                .arg(wait_ms)
-                .query_async::<i64>(&mut connection)
-                .await
-                .map_err(classify)
-        };
-        let acked = self
-            .finish(tokio::time::timeout(limit, acked).await, limit)
-            .await?;
-        if acked < i64::from(replicas.replicas) {
-            return Err(NodeFailure::NotReplicated {
-                acked,
-                needed: replicas.replicas,
-            });
+        if let Some(replicas) = replicas {
+            self.await_replicas(&mut connection, replicas, timeout)
+                .await?;
         }
         Ok(Some(fence))
     }
@@ -381,16 +363,27 @@ impl Node {
                 timeout,
             )
             .await?;
-        let Some(wait) = wait.filter(|_| wrote(&value)) else {
-            return Ok(value);
-        };
+        if let Some(wait) = wait.filter(|_| wrote(&value)) {
+            self.await_replicas(&mut connection, wait, timeout).await?;
+        }
+        Ok(value)
+    }
+
+    /// `WAIT replicas timeout` on `connection` after its write:
+    /// [`NodeFailure::NotReplicated`] when fewer replicas acknowledged it in time.
+    async fn await_replicas(
+        &self,
+        connection: &mut MultiplexedConnection,
+        wait: ReplicaWait,
+        timeout: Duration,
+    ) -> Result<(), NodeFailure> {
         let wait_ms = wait.timeout.as_millis().clamp(1, u128::from(u32::MAX)) as u64;
         let limit = wait.timeout + timeout;
         let acked = async {
             redis::cmd("WAIT")
                 .arg(wait.replicas)
                 .arg(wait_ms)
-                .query_async::<i64>(&mut connection)
+                .query_async::<i64>(connection)
                 .await
                 .map_err(classify)
         };
@@ -403,7 +396,7 @@ impl Node {
                 needed: wait.replicas,
             });
         }
-        Ok(value)
+        Ok(())
     }
 
     /// Runs a plain command (or an atomic pipeline) within `timeout`.

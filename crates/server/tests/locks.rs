@@ -48,19 +48,24 @@ fn int(conn: &mut Connection, args: &[&str]) -> i64 {
     cmd.query(conn).unwrap()
 }
 
-/// LOCK.INFO as (holder, fencing token, ttl, waiters' client ids).
-fn info(conn: &mut Connection, name: &str) -> (Option<String>, i64, i64, Vec<i64>) {
+/// LOCK.INFO's reply, and a way to read one of its fields.
+fn info_fields(conn: &mut Connection, name: &str) -> impl Fn(&str) -> Value {
     let reply: Value = redis::cmd("LOCK.INFO").arg(name).query(conn).unwrap();
     let Value::Array(items) = reply else {
         panic!("LOCK.INFO answered {reply:?}")
     };
-    let field = |wanted: &str| {
+    move |wanted: &str| {
         items
             .chunks(2)
             .find(|pair| pair[0] == Value::BulkString(wanted.as_bytes().to_vec()))
             .map(|pair| pair[1].clone())
             .unwrap_or_else(|| panic!("LOCK.INFO lacks {wanted}: {items:?}"))
-    };
+    }
+}
+
+/// LOCK.INFO as (holder, fencing token, ttl, waiters' client ids).
+fn info(conn: &mut Connection, name: &str) -> (Option<String>, i64, i64, Vec<i64>) {
+    let field = info_fields(conn, name);
     let holder = match field("holder") {
         Value::Nil => None,
         Value::BulkString(bytes) => Some(String::from_utf8(bytes).unwrap()),
@@ -69,7 +74,7 @@ fn info(conn: &mut Connection, name: &str) -> (Option<String>, i64, i64, Vec<i64
     let (Value::Int(fence), Value::Int(ttl), Value::Array(waiters)) =
         (field("fencing-token"), field("ttl-ms"), field("waiters"))
     else {
-        panic!("LOCK.INFO answered {items:?}")
+        panic!("LOCK.INFO's fields")
     };
     let waiters = waiters
         .iter()
@@ -605,17 +610,7 @@ fn notify_pushes_when_the_lock_runs_out_or_is_taken() {
 
 /// LOCK.INFO's mode and holders.
 fn holders(conn: &mut Connection, name: &str) -> (String, Vec<String>) {
-    let reply: Value = redis::cmd("LOCK.INFO").arg(name).query(conn).unwrap();
-    let Value::Array(items) = reply else {
-        panic!("LOCK.INFO answered {reply:?}")
-    };
-    let field = |wanted: &str| {
-        items
-            .chunks(2)
-            .find(|pair| pair[0] == Value::BulkString(wanted.as_bytes().to_vec()))
-            .map(|pair| pair[1].clone())
-            .unwrap()
-    };
+    let field = info_fields(conn, name);
     let Value::BulkString(mode) = field("mode") else {
         panic!("mode")
     };
