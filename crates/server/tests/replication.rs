@@ -1536,3 +1536,30 @@ fn becoming_a_replica_unblocks_blocked_clients() {
     );
     assert_eq!(info_int(&mut s, "clients", "blocked_clients"), 0);
 }
+
+/// A replica that did not say `REPLCONF capa eof` cannot take a diskless transfer: it gets
+/// `+FULLRESYNC` and its snapshot at once, as from redis-server (which starts a disk
+/// snapshot for it), not after `repl-diskless-sync-delay`.
+#[test]
+fn a_replica_without_capa_eof_is_not_kept_waiting() {
+    let server = Server::start(latch(), &["--repl-diskless-sync-delay", "5"]);
+    let mut conn = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let started = Instant::now();
+    conn.write_all(b"PSYNC ? -1\r\n").unwrap();
+    let mut reader = BufReader::new(conn);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert!(line.starts_with("+FULLRESYNC "), "{line:?}");
+    line.clear();
+    reader.read_line(&mut line).unwrap();
+    assert!(
+        line.starts_with('$') && !line.starts_with("$EOF:"),
+        "{line:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -167,7 +167,7 @@ where
     let backlog_size = server.config.get_i64("repl-backlog-size").max(1) as usize;
     server.persistence.start_feed(backlog_size);
     let hard = super::replica_hard_limit(server);
-    let mut ticket = super::sync_job::join(server, client.id, hard);
+    let mut ticket = super::sync_job::join(server, client.id, hard, client.replconf.capa_eof);
     // Redis keeps a replica waiting for its snapshot alive with newlines, before and after
     // +FULLRESYNC.
     let mut keepalive = tokio::time::interval_at(

@@ -98,6 +98,9 @@ pub struct SyncJob {
     joined_more: Notify,
     rdb: Arc<Rdb>,
     progress: Arc<watch::Sender<Progress>>,
+    /// Waits `repl-diskless-sync-delay` for more replicas (a diskless transfer), until
+    /// a replica that cannot take one joins.
+    delayed: AtomicBool,
 }
 
 struct Joiner {
@@ -113,8 +116,11 @@ pub struct Ticket {
     pub progress: watch::Receiver<Progress>,
 }
 
-/// Joins the job waiting for its cut, or starts one.
-pub fn join(server: &Arc<Server>, id: u64, hard_limit: u64) -> Ticket {
+/// Joins the job waiting for its cut, or starts one. `eof_capable`: the replica reads the
+/// `$EOF:` framing (REPLCONF capa eof); one that does not gets its snapshot at once, as
+/// Redis starts a disk snapshot at once for it (the diskless delay waits only for
+/// replicas that can take a diskless transfer).
+pub fn join(server: &Arc<Server>, id: u64, hard_limit: u64, eof_capable: bool) -> Ticket {
     let (start, start_rx) = oneshot::channel();
     let joiner = Joiner {
         id,
@@ -125,6 +131,9 @@ pub fn join(server: &Arc<Server>, id: u64, hard_limit: u64) -> Ticket {
     if let Some(job) = slot.as_ref() {
         if !job.cut_taken.load(Ordering::Acquire) {
             job.joined.lock().push(joiner);
+            if !eof_capable {
+                job.delayed.store(false, Ordering::Release);
+            }
             job.joined_more.notify_one();
             return Ticket {
                 start: start_rx,
@@ -139,6 +148,7 @@ pub fn join(server: &Arc<Server>, id: u64, hard_limit: u64) -> Ticket {
         joined_more: Notify::new(),
         rdb: Arc::default(),
         progress: Arc::new(watch::channel(Progress::default()).0),
+        delayed: AtomicBool::new(eof_capable),
     });
     *slot = Some(Arc::clone(&job));
     drop(slot);
@@ -153,7 +163,7 @@ pub fn join(server: &Arc<Server>, id: u64, hard_limit: u64) -> Ticket {
 }
 
 async fn run(server: Arc<Server>, job: Arc<SyncJob>) {
-    if server.config.get_bool("repl-diskless-sync") {
+    if job.delayed.load(Ordering::Acquire) && server.config.get_bool("repl-diskless-sync") {
         let delay =
             Duration::from_secs(server.config.get_i64("repl-diskless-sync-delay").max(0) as u64);
         let most = server
@@ -161,7 +171,7 @@ async fn run(server: Arc<Server>, job: Arc<SyncJob>) {
             .get_i64("repl-diskless-sync-max-replicas")
             .max(0) as usize;
         let deadline = tokio::time::Instant::now() + delay;
-        while most == 0 || job.joined.lock().len() < most {
+        while (most == 0 || job.joined.lock().len() < most) && job.delayed.load(Ordering::Acquire) {
             let more = job.joined_more.notified();
             if tokio::time::timeout_at(deadline, more).await.is_err() {
                 break;
