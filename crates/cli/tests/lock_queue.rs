@@ -289,3 +289,56 @@ fn semaphores_and_shared_runs() {
     assert!(writer_start >= last_reader_end, "{lines:?}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `latch lock status` on a semaphore: its holders and their time left, on Latch (taken
+/// with LOCK.ACQUIRE ... PERMITS) and on redis-server (the same sorted set, as latch-lock's
+/// scripts leave it).
+#[test]
+fn status_shows_a_semaphores_holders() {
+    for program in [latch_testkit::Program::Latch, latch_testkit::Program::Redis] {
+        let server = Server::start(program, &[]);
+        let mut conn = connect(&server);
+        let until = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+            + 60_000;
+        for token in ["t1", "t2"] {
+            if program == latch_testkit::Program::Latch {
+                let _: Value = redis::cmd("LOCK.ACQUIRE")
+                    .arg("s")
+                    .arg(token)
+                    .arg(60_000)
+                    .arg("PERMITS")
+                    .arg(3)
+                    .query(&mut conn)
+                    .unwrap();
+            } else {
+                let _: () = redis::cmd("ZADD")
+                    .arg("s")
+                    .arg(until)
+                    .arg(token)
+                    .query(&mut conn)
+                    .unwrap();
+            }
+        }
+        let out = Command::new(LATCH)
+            .args(["lock", "status", "--server", &server.url(), "s"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{program:?}: {text}");
+        assert!(
+            text.contains("shared by      2 holders"),
+            "{program:?}: {text}"
+        );
+        assert!(
+            text.contains("    t1  ") && text.contains("    t2  "),
+            "{program:?}: {text}"
+        );
+        assert!(
+            text.contains("lock \"s\": shared by 2 holders"),
+            "{program:?}: {text}"
+        );
+    }
+}

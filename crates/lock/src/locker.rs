@@ -50,6 +50,8 @@ pub struct NodeStatus {
     /// On a server with Latch's native locks: the clients waiting in line for the lock
     /// there, first in line first, as (client id, milliseconds waited). None elsewhere.
     pub waiters: Option<Vec<(i64, i64)>>,
+    /// A shared lock's or semaphore's holders there, as (token, milliseconds left).
+    pub shared: Vec<(String, i64)>,
 }
 
 pub(crate) struct Inner {
@@ -517,32 +519,32 @@ impl Locker {
         let inner = &self.inner;
         let timeout = inner.options.node_timeout();
         let fence = fence_key(name);
-        let mut pipeline = redis::pipe();
-        pipeline
-            .atomic()
-            .cmd("GET")
-            .arg(name)
-            .cmd("PTTL")
-            .arg(name)
-            .cmd("GET")
-            .arg(&fence);
-        let pipeline = &pipeline;
+        let fence = fence.as_str();
         join_all(inner.nodes.iter().map(|node| async move {
-            let reply: Result<(Option<String>, i64, Option<String>), NodeFailure> =
-                node.query(pipeline, timeout).await;
+            type Status = (
+                String,
+                Option<String>,
+                i64,
+                Option<String>,
+                Vec<(String, i64)>,
+            );
+            let reply: Result<Status, NodeFailure> = node
+                .run(&scripts::STATUS, &[name, fence], &[], timeout)
+                .await;
             let waiters = if reply.is_ok() && node.has_native_locks(timeout).await {
                 lock_waiters(node, name, timeout).await
             } else {
                 None
             };
             match reply {
-                Ok((holder, pttl, fencing_token)) => NodeStatus {
+                Ok((_, holder, pttl, fencing_token, shared)) => NodeStatus {
                     server: node.name(),
-                    ttl_ms: holder.as_ref().map(|_| pttl),
+                    ttl_ms: (holder.is_some() || !shared.is_empty()).then_some(pttl),
                     holder,
                     fencing_token: fencing_token.and_then(|f| f.parse().ok()),
                     error: None,
                     waiters,
+                    shared,
                 },
                 Err(failure) => NodeStatus {
                     server: node.name(),
@@ -551,6 +553,7 @@ impl Locker {
                     fencing_token: None,
                     error: Some(failure.detail()),
                     waiters: None,
+                    shared: Vec::new(),
                 },
             }
         }))

@@ -149,3 +149,30 @@ return 1
 "#
     ))
 });
+
+/// What `latch lock status` shows of a lock, in one atomic step on any server: the key's
+/// type, the exclusive holder's token (nil otherwise), the key's PTTL, the fencing counter,
+/// and the live shared leases as token, ms left pairs.
+pub static STATUS: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        r#"
+local kind = redis.call('TYPE', KEYS[1])['ok']
+local fence = redis.call('GET', KEYS[2])
+local pttl = redis.call('PTTL', KEYS[1])
+if kind == 'string' then return {{kind, redis.call('GET', KEYS[1]), pttl, fence, {{}}}} end
+local holders = {{}}
+if kind == 'zset' then
+    {NOW_MS}
+    local leases = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+    for i = 1, #leases, 2 do
+        local left = tonumber(leases[i + 1]) - now_ms
+        if left >= 0 then
+            holders[#holders + 1] = leases[i]
+            holders[#holders + 1] = left
+        end
+    end
+end
+return {{kind, false, pttl, fence, holders}}
+"#
+    ))
+});

@@ -35,6 +35,12 @@ pub async fn status(args: StatusArgs) -> ExitCode {
                     _ => println!("  remaining ttl  none (the key never expires)"),
                 }
             }
+            (None, _) if !status.shared.is_empty() => {
+                println!("  shared by      {} holders", status.shared.len());
+                for (token, ms) in &status.shared {
+                    println!("    {token}  {}.{:03} s left", ms / 1000, ms % 1000);
+                }
+            }
             (None, _) => println!("  holder token   (free)"),
         }
         match status.fencing_token {
@@ -59,7 +65,12 @@ pub async fn status(args: StatusArgs) -> ExitCode {
         .iter()
         .map(|holder| (holders.iter().filter(|h| *h == holder).count(), *holder))
         .max();
+    let shared = statuses.iter().map(|s| s.shared.len()).max().unwrap_or(0);
     match best {
+        _ if shared > 0 && answered >= quorum => {
+            println!("lock {:?}: shared by {shared} holders", args.name);
+            ExitCode::SUCCESS
+        }
         Some((count, holder)) if count >= quorum => {
             println!(
                 "lock {:?}: held by {holder} on {count} of {} servers",
