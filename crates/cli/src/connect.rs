@@ -76,10 +76,13 @@ impl ConnectOpts {
         let (user, password) = match auth {
             Some(auth) => match auth.split_once(':') {
                 Some((user, password)) => (
-                    Some(percent_decode(user)).filter(|u| !u.is_empty()),
-                    Some(percent_decode(password)),
+                    Some(latch_lock::percent_decode(user)).filter(|u| !u.is_empty()),
+                    Some(latch_lock::percent_decode(password)),
                 ),
-                None => (Some(percent_decode(auth)).filter(|u| !u.is_empty()), None),
+                None => (
+                    Some(latch_lock::percent_decode(auth)).filter(|u| !u.is_empty()),
+                    None,
+                ),
             },
             None => (None, None),
         };
@@ -156,30 +159,6 @@ impl ConnectOpts {
             percent_encode(service)
         )
     }
-}
-
-/// Decodes `%HH` escapes (a malformed escape stays as it is).
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Percent-encodes everything but unreserved URL characters.

@@ -73,7 +73,7 @@ pub use guard::{LockGuard, LockState};
 pub use legacy::{Attempt, LegacyLease, LegacyLock};
 pub use locker::{validity, Lease, Locker, NodeStatus};
 pub use options::{LockMode, LockOptions};
-pub use sentinel::SENTINEL_SCHEME;
+pub use sentinel::{percent_decode, SENTINEL_SCHEME};
 pub use token::random_token;
 
 /// The key of a lock's fencing counter: `{name}:fence`. The braces make it a Redis Cluster

@@ -152,8 +152,9 @@ fn parse_host(text: &str) -> Result<(String, u16), String> {
     Ok((host.to_string(), port))
 }
 
-/// Decodes `%HH` escapes (a malformed escape stays as it is).
-fn percent_decode(text: &str) -> String {
+/// Decodes `%HH` escapes (a malformed escape stays as it is), as URLs' user names,
+/// passwords and service names carry them. The `latch` CLI decodes its URLs with it too.
+pub fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
