@@ -332,18 +332,7 @@ impl Node {
         wait: Option<ReplicaWait>,
         wrote: impl Fn(&T) -> bool,
     ) -> Result<T, NodeFailure> {
-        let started = Instant::now();
-        let connection = self.connection(timeout).await;
-        // A direct server's connection and command share the timeout, as they always did;
-        // asking the sentinels has budgets of its own.
-        let deadline = match self.target {
-            Target::Direct { .. } => started + timeout,
-            Target::Sentinel(_) => Instant::now() + timeout,
-        };
-        let mut connection = match connection {
-            Ok(connection) => connection,
-            Err(failure) => return self.fail(failure).await,
-        };
+        let (mut connection, deadline) = self.connection_until(timeout).await?;
         let call = async {
             let mut invocation = script.prepare_invoke();
             for key in keys {
@@ -399,22 +388,32 @@ impl Node {
         Ok(())
     }
 
-    /// Runs a plain command (or an atomic pipeline) within `timeout`.
-    pub(crate) async fn query<T: FromRedisValue>(
+    /// The connection for a call within `timeout`, and when the call must be answered by. A
+    /// direct server's connection and command share the timeout, as they always did;
+    /// asking the sentinels has budgets of its own.
+    async fn connection_until(
         &self,
-        pipeline: &redis::Pipeline,
         timeout: Duration,
-    ) -> Result<T, NodeFailure> {
+    ) -> Result<(MultiplexedConnection, Instant), NodeFailure> {
         let started = Instant::now();
         let connection = self.connection(timeout).await;
         let deadline = match self.target {
             Target::Direct { .. } => started + timeout,
             Target::Sentinel(_) => Instant::now() + timeout,
         };
-        let mut connection = match connection {
-            Ok(connection) => connection,
-            Err(failure) => return self.fail(failure).await,
-        };
+        match connection {
+            Ok(connection) => Ok((connection, deadline)),
+            Err(failure) => self.fail(failure).await,
+        }
+    }
+
+    /// Runs a plain command (or an atomic pipeline) within `timeout`.
+    pub(crate) async fn query<T: FromRedisValue>(
+        &self,
+        pipeline: &redis::Pipeline,
+        timeout: Duration,
+    ) -> Result<T, NodeFailure> {
+        let (mut connection, deadline) = self.connection_until(timeout).await?;
         let call = async {
             pipeline
                 .query_async::<T>(&mut connection)
