@@ -24,6 +24,11 @@ pub struct Now {
     pub mono_ms: u64,
     /// Unix time in milliseconds, as the wall clock says.
     pub wall_ms: i64,
+    /// The wall clock minus the monotonic one, in microseconds (both read at the same tick,
+    /// so it stays the same from reading to reading until the wall clock is resynced): a
+    /// monotonic deadline converts to the same unix millisecond at every reading, so
+    /// PEXPIRETIME before a restart equals the PXAT the AOF logged for the key.
+    pub wall_offset_us: i64,
     /// Set while the server loads its data (AOF replay): nothing expires then, as in
     /// Redis, so that replaying a command against a key that was live when the command
     /// first ran gives the same result. Keys that expired before are deleted by their own
@@ -162,10 +167,19 @@ impl Clock {
             + self.mono_offset_ms.load(Ordering::Relaxed))
         .max(0) as u64
             + 1;
+        let since_base_us = (elapsed_ns / 1000) as i64;
+        let wall_us = self.wall_us_at(at, check_wall)
+            + self
+                .wall_offset_ms
+                .load(Ordering::Relaxed)
+                .saturating_mul(1000);
+        // The monotonic reading in microseconds, on the same terms as `mono_ms`.
+        let mono_us =
+            since_base_us + (self.mono_offset_ms.load(Ordering::Relaxed) + 1).saturating_mul(1000);
         Now {
             mono_ms,
-            wall_ms: self.wall_us_at(at, check_wall).div_euclid(1000)
-                + self.wall_offset_ms.load(Ordering::Relaxed),
+            wall_ms: wall_us.div_euclid(1000),
+            wall_offset_us: wall_us - mono_us,
             loading: false,
             keep_passed: false,
         }
@@ -220,10 +234,9 @@ impl Clock {
     fn resync_at(&self, at: Tick) -> i64 {
         let wall = unix_us(SystemTime::now());
         let wall_at = wall - at.elapsed_us() as i64;
-        self.wall_at_base_us.store(
-            wall_at - (at.nanos_since(self.base) / 1000) as i64,
-            Ordering::Relaxed,
-        );
+        let since_base_us = (at.nanos_since(self.base) / 1000) as i64;
+        self.wall_at_base_us
+            .store(wall_at - since_base_us, Ordering::Relaxed);
         wall_at
     }
 
@@ -289,7 +302,12 @@ impl Deadline {
         if self.is_wall() {
             self.raw_ms()
         } else {
-            now.wall_ms.saturating_add(self.remaining_ms(now))
+            // From the fixed offset between the clocks, not from two truncated readings
+            // (whose difference moves by a millisecond as their fractions do).
+            self.raw_ms()
+                .saturating_mul(1000)
+                .saturating_add(now.wall_offset_us)
+                .div_euclid(1000)
         }
     }
 
@@ -393,6 +411,17 @@ mod tests {
     }
 
     #[test]
+    fn a_monotonic_deadline_converts_to_the_same_unix_ms_at_every_reading() {
+        let clock = Clock::new();
+        let deadline = Deadline::after(clock.now(), 100_000).unwrap();
+        let first = deadline.unix_ms(clock.now());
+        for _ in 0..2000 {
+            assert_eq!(deadline.unix_ms(clock.now()), first);
+            std::thread::sleep(std::time::Duration::from_micros(97));
+        }
+    }
+
+    #[test]
     fn a_stale_wall_base_is_caught_by_the_coarse_check() {
         let clock = Clock::new();
         // As if the system clock had been stepped back an hour since the last resync.
@@ -422,6 +451,7 @@ mod tests {
         let now = Now {
             mono_ms: 100,
             wall_ms: 1_000_000,
+            wall_offset_us: (1_000_000 - 100) * 1000,
             loading: false,
             keep_passed: false,
         };
@@ -431,12 +461,14 @@ mod tests {
         assert!(!d.is_passed(Now {
             mono_ms: 600,
             wall_ms: 0,
+            wall_offset_us: (0 - 600) * 1000,
             loading: false,
             keep_passed: false,
         }));
         assert!(d.is_passed(Now {
             mono_ms: 601,
             wall_ms: 0,
+            wall_offset_us: (0 - 601) * 1000,
             loading: false,
             keep_passed: false,
         }));

@@ -1578,6 +1578,16 @@ impl<'a> Locked<'a> {
         }
     }
 
+    /// Calls `visit` for every key stored in `db`, live or past its deadline but not yet
+    /// removed (DEBUG DIGEST counts those, as Redis does). Needs every shard.
+    pub fn for_each_stored_key(&mut self, db: usize, visit: &mut dyn FnMut(&Slot)) {
+        for shard in self.all().iter() {
+            for slot in shard.dbs[db].iter() {
+                visit(slot);
+            }
+        }
+    }
+
     /// One step of `SCAN`: visits at least `count` keys (live ones are passed to `visit`)
     /// starting at `cursor`; returns the next cursor, 0 when done. Needs every shard.
     pub fn scan(

@@ -355,6 +355,7 @@ mod tests {
         let now = Now {
             mono_ms: 1000,
             wall_ms: 1_700_000_000_000,
+            wall_offset_us: (1_700_000_000_000 - 1000) * 1000,
             loading: false,
             keep_passed: false,
         };

@@ -49,6 +49,9 @@ pub struct Rules {
     /// `+@all` or `-@all`, then the command rules in the order given (for GETUSER).
     all_commands_base: bool,
     command_rules: Vec<String>,
+    /// `+select|0`: first arguments with which an otherwise denied command (one without
+    /// subcommands) is allowed, by command id (Redis' `allowed_firstargs`).
+    first_args: std::collections::HashMap<usize, Vec<Vec<u8>>>,
     pub all_keys: bool,
     pub keys: Vec<KeyPattern>,
     pub all_channels: bool,
@@ -65,6 +68,7 @@ impl Rules {
             allowed: vec![false; table().len()],
             all_commands_base: false,
             command_rules: Vec::new(),
+            first_args: std::collections::HashMap::new(),
             all_keys: false,
             keys: Vec::new(),
             all_channels: false,
@@ -158,16 +162,17 @@ impl Rules {
         for hash in &self.passwords {
             parts.push(format!("#{}", hex(hash)));
         }
+        // As Redis writes it: key patterns as they are (none: nothing), channels after
+        // `resetchannels` unless all are allowed.
         let keys = self.describe_keys();
-        if keys.is_empty() {
-            parts.push("resetkeys".to_string());
-        } else {
+        if !keys.is_empty() {
             parts.push(keys);
         }
-        let channels = self.describe_channels();
-        if channels.is_empty() {
+        if !self.all_channels {
             parts.push("resetchannels".to_string());
-        } else {
+        }
+        let channels = self.describe_channels();
+        if !channels.is_empty() {
             parts.push(channels);
         }
         parts.push(self.describe_commands());
@@ -284,10 +289,20 @@ impl Rules {
                         return Ok(());
                     }
                     self.set_category(bits, allow);
-                } else {
-                    let ids = command_ids(name).ok_or(ERR_UNKNOWN)?;
+                } else if let Some(ids) = command_ids(name) {
                     for id in ids {
-                        self.allowed[id] = allow;
+                        self.set_command(id, allow);
+                    }
+                } else {
+                    // `+cmd|arg`: a first argument, for commands without subcommands
+                    // (`-cmd|arg` names no command).
+                    if !allow {
+                        return Err(ERR_UNKNOWN);
+                    }
+                    let (command, arg) = first_arg_rule(name)?;
+                    let args = self.first_args.entry(command.id).or_default();
+                    if !args.iter().any(|a| a.eq_ignore_ascii_case(arg)) {
+                        args.push(arg.to_vec());
                     }
                 }
                 self.note_command_rule(op[0], &String::from_utf8_lossy(name));
@@ -339,13 +354,24 @@ impl Rules {
         self.allowed.iter_mut().for_each(|a| *a = allow);
         self.all_commands_base = allow;
         self.command_rules.clear();
+        self.first_args.clear();
     }
 
     fn set_category(&mut self, bits: u32, allow: bool) {
         for command in table().all() {
             if command.spec.acl_categories() & bits != 0 {
-                self.allowed[command.id] = allow;
+                self.set_command(command.id, allow);
             }
+        }
+    }
+
+    /// Allows or denies one command; its first-argument rules go, as in Redis.
+    fn set_command(&mut self, id: usize, allow: bool) {
+        self.allowed[id] = allow;
+        if self.first_args.remove(&id).is_some() {
+            let prefix = format!("{}|", table().all()[id].full_name);
+            self.command_rules
+                .retain(|rule| !rule.get(1..).is_some_and(|r| r.starts_with(&prefix)));
         }
     }
 
@@ -359,6 +385,15 @@ impl Rules {
 
     pub fn command_allowed(&self, command: &Command) -> bool {
         self.allowed[command.id]
+    }
+
+    /// Whether a denied command is allowed with this first argument (`+select|0`).
+    fn first_arg_allowed(&self, command: &Command, args: &[Bytes]) -> bool {
+        let Some(allowed) = self.first_args.get(&command.id) else {
+            return false;
+        };
+        args.get(1)
+            .is_some_and(|arg| allowed.iter().any(|a| a.eq_ignore_ascii_case(arg)))
     }
 
     /// Whether every key the command names passes the key patterns (reads against read
@@ -411,6 +446,7 @@ const ERR_BAD_HASH: &str =
     "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters";
 const ERR_NO_PASSWORD: &str = "The password you are trying to remove from the user does not exist";
 const ERR_AFTER_STAR: &str = "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have any effect. Try 'resetkeys' to start with an empty list of patterns";
+const ERR_FIRST_ARG_OF_SUBCOMMAND: &str = "Allowing first-arg of a subcommand is not supported";
 const ERR_SELECTORS: &str = "Selectors are not supported by Latch yet";
 
 /// A category's bits; `u32::MAX` for `all`.
@@ -422,6 +458,30 @@ pub fn category_bits(name: &[u8]) -> Option<u32> {
         .iter()
         .find(|(_, n)| n.as_bytes()[1..] == *name)
         .map(|(bits, _)| *bits)
+}
+
+/// A `cmd|arg` rule's command (one without subcommands) and first argument; the error is
+/// Redis' for a subcommand's first argument, an empty one or an unknown command.
+fn first_arg_rule(name: &[u8]) -> Result<(&'static Command, &[u8]), &'static str> {
+    let bar = name.iter().rposition(|&b| b == b'|').ok_or(ERR_UNKNOWN)?;
+    let (head, arg) = (&name[..bar], &name[bar + 1..]);
+    let table = table();
+    let command = match head.iter().position(|&b| b == b'|') {
+        None => table.lookup(head).ok_or(ERR_UNKNOWN)?,
+        Some(_) => {
+            // `cmd|sub|arg`: the subcommand must exist, and is refused then.
+            command_ids(head).ok_or(ERR_UNKNOWN)?;
+            return Err(ERR_FIRST_ARG_OF_SUBCOMMAND);
+        }
+    };
+    if arg.is_empty() {
+        return Err(ERR_SYNTAX);
+    }
+    if table.subcommands_of(command).next().is_some() {
+        // A container's `cmd|name` names a subcommand, and this one has none of that name.
+        return Err(ERR_UNKNOWN);
+    }
+    Ok((command, arg))
 }
 
 /// The ids a `+name` rule covers: a command with all its subcommands, or `cmd|sub`.
@@ -514,7 +574,10 @@ impl User {
             return None;
         }
         let rules = self.rules.read();
-        if !command.spec.has_flag(spec::flag::NO_AUTH) && !rules.command_allowed(command) {
+        if !command.spec.has_flag(spec::flag::NO_AUTH)
+            && !rules.command_allowed(command)
+            && !rules.first_arg_allowed(command, args)
+        {
             return Some(Denied::Command);
         }
         if !rules.keys_allowed(command.spec, args) {
@@ -772,6 +835,32 @@ mod tests {
         assert!(!rules.keys_allowed(get, &args(&["get", "w1"])));
         assert!(rules.keys_allowed(set, &args(&["set", "w1", "v"])));
         assert!(!rules.keys_allowed(set, &args(&["set", "r1", "v"])));
+    }
+
+    #[test]
+    fn first_arguments_allow_a_denied_command_with_that_argument() {
+        let mut rules = user(&["on", "nopass", "-@all", "+select|0", "+select|2"]);
+        let table = table();
+        let select = table.lookup(b"select").unwrap();
+        let args = |arg: &'static [u8]| [Bytes::from_static(b"select"), Bytes::from_static(arg)];
+        assert!(rules.first_arg_allowed(select, &args(b"0")));
+        assert!(rules.first_arg_allowed(select, &args(b"2")));
+        assert!(!rules.first_arg_allowed(select, &args(b"1")));
+        assert_eq!(rules.describe_commands(), "-@all +select|0 +select|2");
+        // Allowing or denying the command drops its first arguments, as in Redis.
+        rules.apply(b"-select").unwrap();
+        assert!(!rules.first_arg_allowed(select, &args(b"0")));
+        assert_eq!(rules.describe_commands(), "-@all -select");
+        assert_eq!(
+            rules.apply(b"+config|get|appendonly"),
+            Err(ERR_FIRST_ARG_OF_SUBCOMMAND)
+        );
+        assert_eq!(rules.apply(b"-select|0"), Err(ERR_UNKNOWN));
+        assert_eq!(rules.apply(b"+select|"), Err(ERR_SYNTAX));
+        assert_eq!(rules.apply(b"+config|nosuchsub"), Err(ERR_UNKNOWN));
+        // ACL LIST: channels after resetchannels, no key part when there are no patterns.
+        let listed = user(&["on", "nopass", "resetchannels", "&foo", "+@all"]);
+        assert_eq!(listed.describe(), "on nopass resetchannels &foo +@all");
     }
 
     #[test]

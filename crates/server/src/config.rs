@@ -14,7 +14,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use parking_lot::RwLock;
@@ -155,7 +155,7 @@ const I64_MAX: i128 = i64::MAX as i128;
 const U64_MAX: i128 = u64::MAX as i128;
 
 const SUPERVISED: &[(&str, i64)] = &[("upstart", 1), ("systemd", 2), ("auto", 3), ("no", 0)];
-const SYSLOG_FACILITY: &[(&str, i64)] = &[
+pub const SYSLOG_FACILITY: &[(&str, i64)] = &[
     ("user", 8),
     ("local0", 128),
     ("local1", 136),
@@ -168,6 +168,7 @@ const SYSLOG_FACILITY: &[(&str, i64)] = &[
 ];
 const REPL_DISKLESS_LOAD: &[(&str, i64)] = &[("disabled", 0), ("on-empty-db", 1), ("swapdb", 2)];
 /// `nothing` comes from Redis 7.2; the others are 7.0's.
+const LOG_FORMAT: &[(&str, i64)] = &[("redis", 0), ("structured", 1)];
 pub const LOGLEVEL: &[(&str, i64)] = &[
     ("debug", 0),
     ("verbose", 1),
@@ -210,7 +211,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("rdbchecksum", None, o::IMMUTABLE, Kind::Bool, "yes", Effect::Inert),
     opt("daemonize", None, o::IMMUTABLE, Kind::Bool, "no", Effect::Acts),
     opt("io-threads-do-reads", None, o::DEBUG | o::IMMUTABLE, Kind::Bool, "no", Effect::Inert),
-    opt("always-show-logo", None, o::IMMUTABLE, Kind::Bool, "no", Effect::Inert),
+    opt("always-show-logo", None, o::IMMUTABLE, Kind::Bool, "no", Effect::Acts),
     opt("protected-mode", None, 0, Kind::Bool, "yes", Effect::Acts),
     opt("rdbcompression", None, 0, Kind::Bool, "yes", Effect::Inert),
     opt("rdb-del-sync-files", None, 0, Kind::Bool, "no", Effect::Inert),
@@ -239,7 +240,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("replica-ignore-maxmemory", Some("slave-ignore-maxmemory"), 0, Kind::Bool, "yes", Effect::Inert),
     opt("jemalloc-bg-thread", None, 0, Kind::Bool, "yes", Effect::Acts),
     opt("activedefrag", None, o::DEBUG, Kind::Bool, "no", Effect::Inert),
-    opt("syslog-enabled", None, o::IMMUTABLE, Kind::Bool, "no", Effect::Inert),
+    opt("syslog-enabled", None, o::IMMUTABLE, Kind::Bool, "no", Effect::Acts),
     opt("cluster-enabled", None, o::IMMUTABLE, Kind::Bool, "no", Effect::Inert),
     opt("appendonly", None, o::DENY_LOADING, Kind::Bool, "no", Effect::Acts),
     opt("cluster-allow-reads-when-down", None, 0, Kind::Bool, "no", Effect::Inert),
@@ -250,7 +251,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("disable-thp", None, o::IMMUTABLE, Kind::Bool, "yes", Effect::Inert),
     opt("cluster-allow-replica-migration", None, 0, Kind::Bool, "yes", Effect::Inert),
     opt("replica-announced", None, 0, Kind::Bool, "yes", Effect::Acts),
-    opt("latency-tracking", None, 0, Kind::Bool, "yes", Effect::Inert),
+    opt("latency-tracking", None, 0, Kind::Bool, "yes", Effect::Acts),
     opt("aof-disable-auto-gc", None, 0, Kind::Bool, "no", Effect::Inert),
     opt("replica-ignore-disk-write-errors", None, 0, Kind::Bool, "no", Effect::Inert),
     opt("aclfile", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: None }, "", Effect::Inert),
@@ -261,7 +262,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("cluster-announce-ip", None, 0, Kind::Text { empty_is_null: true, check: None }, "", Effect::Inert),
     opt("cluster-config-file", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: None }, "nodes.conf", Effect::Inert),
     opt("cluster-announce-hostname", None, 0, Kind::Text { empty_is_null: true, check: Some(check_hostname) }, "", Effect::Inert),
-    opt("syslog-ident", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: None }, "redis", Effect::Inert),
+    opt("syslog-ident", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: None }, "redis", Effect::Acts),
     opt("dbfilename", None, o::PROTECTED, Kind::Text { empty_is_null: false, check: Some(check_dbfilename) }, "dump.rdb", Effect::Acts),
     opt("appendfilename", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: Some(check_appendfilename) }, "appendonly.aof", Effect::Acts),
     opt("appenddirname", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: Some(check_appenddirname) }, "appendonlydir", Effect::Acts),
@@ -276,12 +277,14 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("masterauth", None, o::SENSITIVE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Acts),
     opt("requirepass", None, o::SENSITIVE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Acts),
     opt("supervised", None, o::IMMUTABLE, Kind::Enum(SUPERVISED), "no", Effect::Inert),
-    opt("syslog-facility", None, o::IMMUTABLE, Kind::Enum(SYSLOG_FACILITY), "local0", Effect::Inert),
+    opt("syslog-facility", None, o::IMMUTABLE, Kind::Enum(SYSLOG_FACILITY), "local0", Effect::Acts),
     opt("repl-diskless-load", None, o::DEBUG | o::DENY_LOADING, Kind::Enum(REPL_DISKLESS_LOAD), "disabled", Effect::Inert),
     opt("loglevel", None, 0, Kind::Enum(LOGLEVEL), "notice", Effect::Acts),
+    // Latch's own: `redis` writes redis-server's log lines, `structured` tracing's (log.rs).
+    opt("log-format", None, 0, Kind::Enum(LOG_FORMAT), "redis", Effect::Acts),
     opt("maxmemory-policy", None, 0, Kind::Enum(MAXMEMORY_POLICY), "noeviction", Effect::Acts),
     opt("appendfsync", None, 0, Kind::Enum(APPENDFSYNC), "everysec", Effect::Acts),
-    opt("oom-score-adj", None, 0, Kind::Enum(OOM_SCORE_ADJ), "no", Effect::Inert),
+    opt("oom-score-adj", None, 0, Kind::Enum(OOM_SCORE_ADJ), "no", Effect::Acts),
     opt("acl-pubsub-default", None, 0, Kind::Enum(ACL_PUBSUB_DEFAULT), "resetchannels", Effect::Acts),
     opt("sanitize-dump-payload", None, o::DEBUG, Kind::Enum(SANITIZE_DUMP_PAYLOAD), "no", Effect::Inert),
     opt("enable-protected-configs", None, o::IMMUTABLE, Kind::Enum(PROTECTED_ACTION), "no", Effect::Acts),
@@ -366,11 +369,11 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("dir", None, o::PROTECTED | o::DENY_LOADING, Kind::Special(Special::Dir), "", Effect::Acts),
     opt("save", None, o::MULTI_ARG, Kind::Special(Special::Save), "3600 1 300 100 60 10000", Effect::Acts),
     opt("client-output-buffer-limit", None, o::MULTI_ARG, Kind::Special(Special::ClientOutputBufferLimit), "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", Effect::Acts),
-    opt("oom-score-adj-values", None, o::MULTI_ARG, Kind::Special(Special::OomScoreAdjValues), "0 200 800", Effect::Inert),
+    opt("oom-score-adj-values", None, o::MULTI_ARG, Kind::Special(Special::OomScoreAdjValues), "0 200 800", Effect::Acts),
     opt("notify-keyspace-events", None, 0, Kind::Special(Special::NotifyKeyspaceEvents), "", Effect::Acts),
     opt("bind", None, o::MULTI_ARG, Kind::Special(Special::Bind), "127.0.0.1 -::1", Effect::Acts),
     opt("replicaof", Some("slaveof"), o::IMMUTABLE | o::MULTI_ARG, Kind::Special(Special::ReplicaOf), "", Effect::Acts),
-    opt("latency-tracking-info-percentiles", None, o::MULTI_ARG, Kind::Special(Special::LatencyPercentiles), "50 99 99.9", Effect::Inert),
+    opt("latency-tracking-info-percentiles", None, o::MULTI_ARG, Kind::Special(Special::LatencyPercentiles), "50 99 99.9", Effect::Acts),
 ];
 
 /// Names longer than this are never options (lookups skip them).
@@ -1549,6 +1552,8 @@ struct HotValues {
     /// Read by every XADD.
     stream_node_max_entries: AtomicU64,
     stream_node_max_bytes: AtomicU64,
+    /// Read by every command (per-command latency histograms).
+    latency_tracking: std::sync::atomic::AtomicBool,
 }
 
 /// The server's options: shared, read often, changed by CONFIG SET.
@@ -1635,7 +1640,7 @@ impl Config {
             config_file,
         };
         config.refresh_hot();
-        set_log_level(&config.loglevel());
+        crate::log::set_level(&config.loglevel());
         Ok(config)
     }
 
@@ -1821,6 +1826,22 @@ impl Config {
         self.hot.slowlog_slower_than_us.load(Ordering::Relaxed)
     }
 
+    /// `latency-tracking`: whether commands' latencies go into their histograms.
+    pub fn latency_tracking(&self) -> bool {
+        self.hot.latency_tracking.load(Ordering::Relaxed)
+    }
+
+    /// `latency-tracking-info-percentiles`.
+    pub fn latency_percentiles(&self) -> Vec<f64> {
+        let Some((index, _)) = lookup("latency-tracking-info-percentiles") else {
+            return Vec::new();
+        };
+        match &self.values.read()[index] {
+            Value::Floats(values) => values.clone(),
+            _ => Vec::new(),
+        }
+    }
+
     pub fn slowlog_max_len(&self) -> usize {
         self.hot.slowlog_max_len.load(Ordering::Relaxed)
     }
@@ -1862,6 +1883,8 @@ impl Config {
             .store(self.unsigned("stream-node-max-entries"), Ordering::Relaxed);
         hot.stream_node_max_bytes
             .store(self.unsigned("stream-node-max-bytes"), Ordering::Relaxed);
+        hot.latency_tracking
+            .store(self.get_bool("latency-tracking"), Ordering::Relaxed);
         // jemalloc's background threads return freed pages to the kernel (RSS follows
         // used_memory); as in Redis, on by default. Without jemalloc this fails: ignored.
         let _ = tikv_jemalloc_ctl::background_thread::write(self.get_bool("jemalloc-bg-thread"));
@@ -2147,9 +2170,10 @@ impl Config {
         }
         if changed
             .iter()
-            .any(|&(index, _)| OPTIONS[index].name == "loglevel")
+            .any(|&(index, _)| matches!(OPTIONS[index].name, "loglevel" | "log-format"))
         {
-            set_log_level(&self.loglevel());
+            crate::log::set_level(&self.loglevel());
+            crate::log::set_format(&self.get("log-format").unwrap_or_default());
         }
         self.refresh_hot();
         self.epoch.fetch_add(1, Ordering::AcqRel);
@@ -2337,65 +2361,6 @@ fn overwrite_file(path: &Path, content: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temp);
     }
     result
-}
-
-// ---------------------------------------------------------------------------------------
-// Logging.
-// ---------------------------------------------------------------------------------------
-
-/// The minimum level logged, as Redis numbers them: 0 debug, 1 verbose, 2 notice,
-/// 3 warning, 4 nothing. CONFIG SET loglevel changes it while running.
-static LOG_LEVEL: AtomicU8 = AtomicU8::new(2);
-
-fn set_log_level(name: &str) {
-    let level = LOGLEVEL
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, v)| *v as u8)
-        .unwrap_or(2);
-    LOG_LEVEL.store(level, Ordering::Relaxed);
-}
-
-/// Whether an event of this tracing level passes the configured `loglevel`: trace is
-/// Redis' debug, debug is verbose, info is notice, warn and error are warning.
-fn log_level_allows(level: &tracing::Level) -> bool {
-    let rank = match *level {
-        tracing::Level::TRACE => 0,
-        tracing::Level::DEBUG => 1,
-        tracing::Level::INFO => 2,
-        _ => 3,
-    };
-    let minimum = LOG_LEVEL.load(Ordering::Relaxed);
-    minimum < 4 && rank >= minimum
-}
-
-/// Sets up logging from `loglevel` (changeable at runtime) and `logfile` (appended to;
-/// standard output when empty). `None` when a logger was already installed or the file
-/// cannot be opened.
-pub fn init_logging(config: &Config) -> Option<()> {
-    use tracing_subscriber::prelude::*;
-    set_log_level(&config.loglevel());
-    // Dynamic: asked on every event, so CONFIG SET loglevel takes effect at once.
-    let filter =
-        tracing_subscriber::filter::dynamic_filter_fn(|meta, _| log_level_allows(meta.level()));
-    let logfile = config.logfile();
-    if logfile.is_empty() {
-        let layer = tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stdout)
-            .with_filter(filter);
-        tracing_subscriber::registry().with(layer).try_init().ok()
-    } else {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&logfile)
-            .ok()?;
-        let layer = tracing_subscriber::fmt::layer()
-            .with_ansi(false)
-            .with_writer(std::sync::Mutex::new(file))
-            .with_filter(filter);
-        tracing_subscriber::registry().with(layer).try_init().ok()
-    }
 }
 
 #[cfg(test)]

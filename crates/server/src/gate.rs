@@ -881,6 +881,22 @@ pub fn end_block(server: &Server, client: &mut Client) {
     server.clients.mark_unblocked(&client.shared);
 }
 
+/// [`end_block`] for a blocked command answered with an error (CLIENT UNBLOCK ... ERROR, a
+/// role change): the command counts as failed, as Redis counts it.
+pub fn end_block_failed(server: &Server, client: &mut Client) {
+    if let Some(command) = client
+        .blocked
+        .as_ref()
+        .and_then(|block| block.args.first())
+        .and_then(|name| table().lookup(name))
+    {
+        server.stats.commands[command.id]
+            .failed_calls
+            .fetch_add(1, Ordering::Relaxed);
+    }
+    end_block(server, client);
+}
+
 /// Refuses a command before it runs: counts it, aborts a transaction being queued, and
 /// answers `message` (for EXEC: EXECABORT with the reason, leaving the transaction).
 fn reject(
@@ -993,7 +1009,11 @@ fn script_refusal(
     run: &crate::scripting::RunState,
 ) -> Option<Vec<u8>> {
     let spec = command.spec;
-    if spec.has_flag(flag::NOSCRIPT) {
+    if spec.has_flag(flag::NOSCRIPT)
+        && !server
+            .script_disable_deny_script
+            .load(std::sync::atomic::Ordering::Relaxed)
+    {
         return Some(b"This Redis command is not allowed from script".to_vec());
     }
     if let Some(denied) = client.user.check(command, args) {
@@ -1081,6 +1101,7 @@ fn queue(client: &mut Client, command: &Command, args: &[Bytes]) {
 /// What running a command left for [`account`].
 struct Ran {
     elapsed_us: u64,
+    elapsed_ns: u64,
     failed: bool,
 }
 
@@ -1161,8 +1182,10 @@ fn run_command(
     client.errors_mark = reply.error_count();
     let ended = Tick::now();
     client.reading = Some(ended);
+    let elapsed_ns = ended.nanos_since(started);
     Ran {
-        elapsed_us: ended.nanos_since(started) / 1000,
+        elapsed_us: elapsed_ns / 1000,
+        elapsed_ns,
         failed,
     }
 }
@@ -1210,6 +1233,9 @@ fn account(server: &Server, client: &Client, command: &Command, args: &[Bytes], 
     let stats = &server.stats.commands[command.id];
     stats.calls.fetch_add(1, Ordering::Relaxed);
     stats.usec.fetch_add(ran.elapsed_us, Ordering::Relaxed);
+    if server.config.latency_tracking() {
+        stats.latency.record(ran.elapsed_ns);
+    }
     if ran.failed {
         stats.failed_calls.fetch_add(1, Ordering::Relaxed);
     }

@@ -13,6 +13,7 @@
 //! - [`persistence`]: the AOF and RDB snapshots (formats in `latch-persist`).
 //! - [`pubsub`]: channels, patterns and their subscribers; how messages reach them.
 //! - [`tracking`]: client-side caching (CLIENT TRACKING) and its invalidations.
+//! - [`log`]: the log, in redis-server's line format or tracing's.
 
 pub mod acl;
 pub mod busy_poll;
@@ -22,9 +23,12 @@ pub mod config;
 pub mod evict;
 pub mod gate;
 pub mod jemalloc;
+pub mod latency_histogram;
 pub mod lock_stats;
 pub mod lock_watch;
+pub mod log;
 pub mod net;
+pub mod oom_score;
 pub mod pause;
 pub mod persistence;
 pub mod pubsub;
@@ -36,12 +40,12 @@ pub mod stats;
 pub mod table;
 pub mod tracking;
 
-use tracing::info;
-
 /// Runs a server with the given options until it is shut down.
 pub async fn run(config: config::Config) -> anyhow::Result<()> {
     let server = server::Server::new(config).into_arc();
     let (tcp, unix) = net::bind(&server).await?;
+    log::banner(&server.config);
+    tracing::warn!("Server initialized");
     {
         let loading = server.clone();
         tokio::task::spawn_blocking(move || persistence::start(&loading)).await??;
@@ -60,8 +64,8 @@ pub async fn run(config: config::Config) -> anyhow::Result<()> {
             return;
         };
         tokio::select! {
-            _ = term.recv() => info!("received SIGTERM, shutting down"),
-            _ = int.recv() => info!("received SIGINT, shutting down"),
+            _ = term.recv() => tracing::warn!("Received SIGTERM scheduling shutdown..."),
+            _ = int.recv() => tracing::warn!("Received SIGINT scheduling shutdown..."),
         }
         stopper.request_shutdown();
     });
@@ -79,6 +83,6 @@ pub async fn run(config: config::Config) -> anyhow::Result<()> {
     if let Some(path) = server.config.unixsocket() {
         let _ = std::fs::remove_file(path);
     }
-    info!("server is now ready to exit, bye bye");
+    tracing::warn!("Latch is now ready to exit, bye bye...");
     Ok(())
 }

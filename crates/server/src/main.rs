@@ -8,9 +8,16 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "-v" || a == "--version") {
-        println!("Latch server v={}", env!("CARGO_PKG_VERSION"));
+        // redis-server's fields, so tools that read `v=` find the Redis version Latch
+        // implements; Latch's own version beside it.
+        println!(
+            "Latch server v={} latch={} sha=00000000:0 malloc=jemalloc bits=64 build=0",
+            latch_server::commands::connection::REDIS_VERSION,
+            env!("CARGO_PKG_VERSION")
+        );
         return;
     }
+    let no_config = args.is_empty();
     if args.iter().any(|a| a == "-h" || a == "--help") {
         println!(
             "Usage: latch-server [/path/to/latch.conf] [--option value ...]\n       latch-server -v | --version\n       latch-server -h | --help\n\nOptions have redis-server's names and syntax, e.g.\n       latch-server --port 7777 --dir ./data\n       latch-server --port 0 --unixsocket /tmp/latch.sock\nWith no arguments it listens on 127.0.0.1:6379."
@@ -24,8 +31,23 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let _log_guard = latch_server::config::init_logging(&config);
+    let _log_guard = latch_server::log::init(&config);
+    tracing::warn!("Latch is starting");
+    tracing::warn!(
+        "Latch version={}, Redis version={}, bits=64, pid={}, just started",
+        env!("CARGO_PKG_VERSION"),
+        latch_server::commands::connection::REDIS_VERSION,
+        std::process::id()
+    );
+    if no_config {
+        tracing::warn!("Warning: no config file specified, using the default config. In order to specify a config file use latch-server /path/to/latch.conf");
+    } else {
+        tracing::warn!("Configuration loaded");
+    }
     config.warn_inert_options();
+    if let Err(why) = latch_server::oom_score::apply(&config, config.replicaof().is_some()) {
+        tracing::warn!("{why}");
+    }
     // As redis-server (which also writes one when it daemonizes, which Latch does not):
     // the pid file is written when `pidfile` is set, a failure only logged, and removed at
     // exit (from where it was written, even if CONFIG SET dir moved the server since).

@@ -51,7 +51,15 @@ pub async fn bind(server: &Server) -> anyhow::Result<(Vec<TcpListener>, Option<U
                     debug!(address = %target, error = %e, "skipping optional bind address");
                     continue;
                 }
-                Err(e) => anyhow::bail!("could not bind {target}: {e}"),
+                Err(e) => {
+                    // The lines redis-server writes; Redis' test suite looks for the second
+                    // to try another port.
+                    warn!(
+                        "Warning: Could not create server TCP listening socket {target}: bind: {e}"
+                    );
+                    warn!("Failed listening on port {port} (TCP), aborting.");
+                    anyhow::bail!("could not bind {target}: {e}")
+                }
             };
             tcp.push(listener);
         }
@@ -1370,13 +1378,13 @@ impl Blocked<'_> {
                         reply.null_array();
                     }
                     Some(UnblockReason::Error) => {
-                        gate::end_block(server, client);
+                        gate::end_block_failed(server, client);
                         let message = b"UNBLOCKED client unblocked via CLIENT UNBLOCK";
                         server.stats.record_error(message);
                         reply.error(message);
                     }
                     Some(UnblockReason::RoleChange) => {
-                        gate::end_block(server, client);
+                        gate::end_block_failed(server, client);
                         let message = b"UNBLOCKED force unblock from blocking operation, \
                                         instance state changed (master -> replica?)";
                         server.stats.record_error(message);
@@ -1756,9 +1764,7 @@ pub fn log_ready(tcp: &[TcpListener], unix: &Option<UnixListener>, server: &Serv
             server.config.unixsocket().unwrap_or_default()
         ));
     }
-    info!(
-        version = env!("CARGO_PKG_VERSION"),
-        "ready to accept connections on {}",
-        places.join(", ")
-    );
+    info!("Listening on {}", places.join(", "));
+    // redis-server's words: scripts and Redis' test suite wait for them.
+    info!("Ready to accept connections");
 }

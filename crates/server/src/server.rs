@@ -29,6 +29,10 @@ pub struct Server {
     pub started: Instant,
     pub started_unix_s: i64,
     pub active_expire: AtomicBool,
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE does not check payloads' CRC.
+    pub skip_checksum_validation: AtomicBool,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged `noscript`.
+    pub script_disable_deny_script: AtomicBool,
     /// Last time the stats were reset, for INFO.
     pub monitor_feed: broadcast::Sender<Bytes>,
     /// Pub/sub channels and patterns and their subscribers.
@@ -101,6 +105,8 @@ impl Server {
             started: Instant::now(),
             started_unix_s: now.wall_s(),
             active_expire: AtomicBool::new(true),
+            skip_checksum_validation: AtomicBool::new(false),
+            script_disable_deny_script: AtomicBool::new(false),
             monitor_feed,
             pubsub,
             tracking: crate::tracking::Tracking::new(),

@@ -12,6 +12,8 @@ pub struct CommandStats {
     pub usec: AtomicU64,
     pub rejected_calls: AtomicU64,
     pub failed_calls: AtomicU64,
+    /// Call latencies while `latency-tracking` is on (INFO latencystats, LATENCY HISTOGRAM).
+    pub latency: crate::latency_histogram::Histogram,
 }
 
 #[derive(Debug, Default)]
@@ -69,6 +71,7 @@ impl Stats {
             c.usec.store(0, Ordering::Relaxed);
             c.rejected_calls.store(0, Ordering::Relaxed);
             c.failed_calls.store(0, Ordering::Relaxed);
+            c.latency.reset();
         }
         for counter in [
             &self.total_connections_received,

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::TestServer;
+use latch_testkit::{Program, Server};
 use redis::Commands;
 
 const AOF_ALWAYS: &[&str] = &[
@@ -444,4 +445,88 @@ fn dump_and_restore() {
     );
     let missing: Option<Vec<u8>> = redis::cmd("DUMP").arg("nothing").query(&mut conn).unwrap();
     assert_eq!(missing, None);
+}
+
+/// As redis-server: with save points, FLUSHALL saves the emptied data set at once, so a
+/// server killed before its next save does not bring the flushed keys back.
+#[test]
+fn flushall_with_save_points_saves_the_empty_data_set() {
+    for program in [Program::Redis, Program::Latch] {
+        let mut server = Server::start(program, &["--save", "3600 1"]);
+        let mut con = redis::Client::open(server.url())
+            .and_then(|c| c.get_connection())
+            .expect("connect");
+        let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut con).unwrap();
+        let _: () = redis::cmd("SAVE").query(&mut con).unwrap();
+        let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+        let info: String = redis::cmd("INFO")
+            .arg("persistence")
+            .query(&mut con)
+            .unwrap();
+        assert!(
+            info.contains("rdb_changes_since_last_save:0"),
+            "{program:?}: {info}"
+        );
+        server.kill();
+        server.restart(&[]);
+        let mut con = redis::Client::open(server.url())
+            .and_then(|c| c.get_connection())
+            .expect("connect");
+        let size: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+        assert_eq!(size, 0, "{program:?}: the flushed key came back");
+    }
+}
+
+/// CONFIG SET appendonly yes on a primary that feeds a replica creates the AOF (the
+/// replication stream's logging once made the server think the AOF was already on).
+#[test]
+fn appendonly_can_be_turned_on_while_replicas_are_fed() {
+    let primary = Server::start(Program::Latch, &[]);
+    let replica = Server::start(
+        Program::Latch,
+        &["--replicaof", "127.0.0.1", &primary.port.to_string()],
+    );
+    let mut con = redis::Client::open(primary.url())
+        .and_then(|c| c.get_connection())
+        .expect("connect");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query(&mut con)
+            .unwrap();
+        if info.contains("connected_slaves:1") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replica never attached: {info}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("appendonly")
+        .arg("yes")
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut con).unwrap();
+    loop {
+        let info: String = redis::cmd("INFO")
+            .arg("persistence")
+            .query(&mut con)
+            .unwrap();
+        if info.contains("aof_enabled:1") && info.contains("aof_rewrite_in_progress:0") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the AOF never came on: {info}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let manifest = primary.dir.join("appendonlydir/appendonly.aof.manifest");
+    assert!(
+        manifest.exists(),
+        "no AOF manifest at {}",
+        manifest.display()
+    );
+    drop(replica);
 }

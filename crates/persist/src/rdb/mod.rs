@@ -28,7 +28,9 @@ mod ziplist;
 mod tests;
 
 pub use error::RdbError;
-pub use payload::{dump_functions, dump_payload, restore_functions, restore_payload};
+pub use payload::{
+    dump_functions, dump_payload, restore_functions, restore_payload, restore_payload_checking,
+};
 pub use reader::{Item, Reader};
 pub use writer::Writer;
 

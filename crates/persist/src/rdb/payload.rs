@@ -17,6 +17,11 @@ pub fn dump_payload(value: &Value) -> Vec<u8> {
 
 /// Checks a payload's footer (RDB version at most ours, CRC-64 right); returns the body.
 fn checked_body(payload: &[u8]) -> Result<&[u8], RdbError> {
+    footer_checked_body(payload, true)
+}
+
+/// [`checked_body`], the CRC checked only when `check_crc`.
+fn footer_checked_body(payload: &[u8], check_crc: bool) -> Result<&[u8], RdbError> {
     let Some(body_len) = payload.len().checked_sub(10) else {
         return Err(RdbError::BadPayload);
     };
@@ -24,7 +29,9 @@ fn checked_body(payload: &[u8]) -> Result<&[u8], RdbError> {
     let version = u16::from_le_bytes([footer[0], footer[1]]);
     let mut stored = [0u8; 8];
     stored.copy_from_slice(&footer[2..]);
-    if version > RDB_VERSION || crc64(0, &payload[..body_len + 2]) != u64::from_le_bytes(stored) {
+    if version > RDB_VERSION
+        || (check_crc && crc64(0, &payload[..body_len + 2]) != u64::from_le_bytes(stored))
+    {
         return Err(RdbError::BadPayload);
     }
     Ok(&payload[..body_len])
@@ -68,7 +75,13 @@ pub fn restore_functions(payload: &[u8]) -> Result<Result<Vec<Vec<u8>>, u8>, Rdb
 /// ours, CRC right). The value must use up the payload exactly, and may not be an empty
 /// collection.
 pub fn restore_payload(payload: &[u8]) -> Result<Value, RdbError> {
-    let mut input = Input::new(checked_body(payload)?);
+    restore_payload_checking(payload, true)
+}
+
+/// [`restore_payload`], the CRC checked only when `check_crc` (Redis' DEBUG
+/// SET-SKIP-CHECKSUM-VALIDATION turns it off; the value is still decoded with every check).
+pub fn restore_payload_checking(payload: &[u8], check_crc: bool) -> Result<Value, RdbError> {
+    let mut input = Input::new(footer_checked_body(payload, check_crc)?);
     let kind = input.byte()?;
     if !types::is_object_type(kind) {
         return Err(RdbError::UnknownType {

@@ -142,6 +142,14 @@ fn name_of(bytes: &Bytes) -> String {
 }
 
 fn acl_setuser(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    if args[2]
+        .iter()
+        .any(|&b| b == 0 || b.is_ascii_whitespace() || b == 0x0b)
+    {
+        ctx.reply
+            .error(b"ERR Usernames can't contain spaces or null characters");
+        return;
+    }
     let all_channels_by_default = ctx.server.config.get_i64("acl-pubsub-default") == 1;
     match ctx
         .server

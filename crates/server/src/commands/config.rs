@@ -109,8 +109,36 @@ fn config_set(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         .collect();
     let config = &ctx.server.config;
     let protected_allowed = config.protected_configs_allowed(client_is_local(ctx));
+    let oom_options = ["oom-score-adj", "oom-score-adj-values"];
+    let oom_before: Vec<(&str, String)> = oom_options
+        .iter()
+        .map(|name| (*name, config.get(name).unwrap_or_default()))
+        .collect();
     match config.set(&pairs, protected_allowed) {
         Ok(()) => {
+            let named_oom = pairs.iter().find(|(name, _)| {
+                oom_options
+                    .iter()
+                    .any(|option| name.eq_ignore_ascii_case(option.as_bytes()))
+            });
+            if let Some((name, _)) = named_oom {
+                let replica = ctx.server.replication.primary().is_some();
+                if let Err(why) = crate::oom_score::apply(config, replica) {
+                    // As Redis: the options go back to what they were, and the set fails.
+                    let back: Vec<(&[u8], &[u8])> = oom_before
+                        .iter()
+                        .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
+                        .collect();
+                    let _ = config.set(&back, true);
+                    let _ = crate::oom_score::apply(config, replica);
+                    let message = format!(
+                        "ERR CONFIG SET failed (possibly related to argument '{}') - {why}",
+                        String::from_utf8_lossy(name)
+                    );
+                    ctx.reply.error(message.as_bytes());
+                    return;
+                }
+            }
             if pairs
                 .iter()
                 .any(|(name, _)| name.eq_ignore_ascii_case(b"requirepass"))

@@ -120,6 +120,12 @@ fn flushall(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     for db in 0..ctx.server.keyspace.num_dbs() {
         ctx.keys.flush_db_freeing(db, lazily);
     }
+    // As Redis: with save points, the emptied data set is saved at once.
+    if !ctx.server.config.save_params().is_empty() {
+        if let Err(error) = crate::persistence::snapshot::save_held(ctx.server, ctx.keys) {
+            tracing::warn!("FLUSHALL could not save the RDB file: {error:#}");
+        }
+    }
     ctx.reply.ok();
 }
 

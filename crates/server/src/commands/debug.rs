@@ -10,7 +10,7 @@ use bytes::Bytes;
 use latch_keyspace::{Locked, Value};
 
 use super::client::{help_reply, subcommand_syntax_error};
-use super::{err, is, parse_f64, parse_i64, Ctx};
+use super::{dataset_digest, err, is, parse_f64, parse_i64, Ctx};
 use crate::spec::{docflag, flag, CommandSpec, Group, LockPlan};
 
 pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
@@ -44,6 +44,10 @@ fn debug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.ok();
     } else if is(sub, "OBJECT") && argc == 3 {
         debug_object(ctx, &args[2]);
+    } else if is(sub, "DIGEST") && argc == 2 {
+        debug_digest(ctx);
+    } else if is(sub, "DIGEST-VALUE") {
+        debug_digest_value(ctx, &args[2..]);
     } else if is(sub, "PROTOCOL") && argc == 3 {
         debug_protocol(ctx, &args[2]);
     } else if is(sub, "CHANGE-REPL-ID") && argc == 2 {
@@ -64,9 +68,37 @@ fn debug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             clock.advance(ms);
         }
         ctx.reply.ok();
+    } else if is(sub, "SET-SKIP-CHECKSUM-VALIDATION") && argc == 3 {
+        let skip = parse_i64(&args[2]).unwrap_or(0) != 0;
+        ctx.server
+            .skip_checksum_validation
+            .store(skip, Ordering::Relaxed);
+        ctx.reply.ok();
+    } else if is(sub, "SET-DISABLE-DENY-SCRIPTS") && argc == 3 {
+        let allow = parse_i64(&args[2]).unwrap_or(0) != 0;
+        ctx.server
+            .script_disable_deny_script
+            .store(allow, Ordering::Relaxed);
+        ctx.reply.ok();
+    } else if is(sub, "AOF-FLUSH-SLEEP") && argc == 3 {
+        let us = parse_i64(&args[2]).unwrap_or(0).max(0) as u64;
+        crate::persistence::aof::AofLog::set_flush_sleep_us(us);
+        ctx.reply.ok();
+    } else if is(sub, "CONFIG-REWRITE-FORCE-ALL") && argc == 2 {
+        match ctx.server.config.rewrite(true) {
+            Ok(()) => ctx.reply.ok(),
+            Err(message) => ctx
+                .reply
+                .error(format!("ERR CONFIG-REWRITE-FORCE-ALL failed: {message}").as_bytes()),
+        }
+    } else if is(sub, "POPULATE") && (3..=5).contains(&argc) {
+        debug_populate(ctx, &args[2..]);
+    } else if is(sub, "LOADAOF") && argc == 2 {
+        debug_loadaof(ctx);
+    } else if is(sub, "QUICKLIST-PACKED-THRESHOLD") && argc == 3 {
+        debug_quicklist_packed_threshold(ctx, &args[2]);
     } else if is(sub, "RELOAD") {
-        ctx.reply
-            .error(b"ERR DEBUG RELOAD needs persistence, which this server does not have yet");
+        debug_reload(ctx, &args[2..]);
     } else if is(sub, "JMAP") && argc == 2 {
         ctx.reply.ok();
     } else if is(sub, "PANIC-CONNECTION") && argc == 2 {
@@ -86,11 +118,21 @@ fn debug_help(ctx: &mut Ctx<'_, '_>) {
             "ADVANCE-CLOCK <milliseconds>",
             "    Move both the monotonic and the wall clock forward (negative: back), as if",
             "    that much time had passed. Relative and absolute TTLs both see it.",
+            "AOF-FLUSH-SLEEP <microsec>",
+            "    Wait that long before each write of the AOF buffer (0: do not).",
             "CHANGE-REPL-ID",
             "    Pick a new replication id.",
             "JUMP-CLOCK <milliseconds>",
             "    Move only the wall clock: absolute TTLs (EXPIREAT, PXAT...) see the jump,",
             "    relative ones (EXPIRE, PX...) do not.",
+            "CONFIG-REWRITE-FORCE-ALL",
+            "    Like CONFIG REWRITE but writes every option, defaults included.",
+            "DIGEST",
+            "    The data set's digest (as redis-server computes it; zeros when empty).",
+            "DIGEST-VALUE <key> [<key> ...]",
+            "    Each value's digest.",
+            "LOADAOF",
+            "    Write and sync the AOF, empty the data set and load it back from the AOF.",
             "LOG <message>",
             "    Write <message> to the server log.",
             "OBJECT <key>",
@@ -98,16 +140,206 @@ fn debug_help(ctx: &mut Ctx<'_, '_>) {
             "PANIC-CONNECTION",
             "    Panic while running this command: the connection closes (after an error",
             "    reply) and the server goes on.",
+            "QUICKLIST-PACKED-THRESHOLD <size>",
+            "    Accepted for Redis' tests (lists have no separate large-element nodes).",
+            "RELOAD [MERGE] [NOFLUSH] [NOSAVE]",
+            "    Save the RDB file, empty the data set and load the file back. MERGE: keys",
+            "    and libraries in the file replace those in memory (otherwise they fail the",
+            "    load); NOFLUSH: keep the data set; NOSAVE: load the file as it is.",
+            "POPULATE <count> [<prefix>] [<size>]",
+            "    Create string keys <prefix>:0..<count-1> (prefix: key) holding value:<n>,",
+            "    cut or padded with zero bytes to <size>; existing keys are kept.",
             "PROTOCOL <type>",
             "    Reply with a sample of a reply type: string, integer, double, bignum, null,",
             "    array, set, map, attrib, push, verbatim, true or false.",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Stop (0) or resume (1) removing expired keys in the background.",
+            "SET-DISABLE-DENY-SCRIPTS <0|1>",
+            "    Let scripts call commands flagged noscript (1), or not (0).",
+            "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
+            "    Let RESTORE skip the payload's checksum (1), or check it (0).",
             "SLEEP <seconds>",
             "    Hold the whole keyspace for <seconds> (a decimal number), blocking every",
             "    command that touches keys.",
         ],
     );
+}
+
+/// DEBUG DIGEST: the data set's digest, as redis-server computes it (dataset_digest.rs).
+fn debug_digest(ctx: &mut Ctx<'_, '_>) {
+    let keyspace = &ctx.server.keyspace;
+    let mut total = [0u8; 20];
+    let mut fold = |view: &mut Locked<'_>| {
+        for db in 0..keyspace.num_dbs() {
+            let mut keys = Vec::new();
+            view.for_each_stored_key(db, &mut |slot| keys.push(dataset_digest::key_digest(slot)));
+            dataset_digest::fold_db(&mut total, db, &keys);
+        }
+    };
+    if ctx.keys.holds_all() {
+        fold(ctx.keys);
+    } else {
+        fold(&mut keyspace.lock_all());
+    }
+    ctx.reply.simple(dataset_digest::hex(&total).as_bytes());
+}
+
+/// DEBUG DIGEST-VALUE key...: each value's digest (all zeros for a missing key).
+fn debug_digest_value(ctx: &mut Ctx<'_, '_>, keys: &[Bytes]) {
+    let db = ctx.db();
+    let digest_of = |view: &mut Locked<'_>, key: &[u8]| {
+        let mut digest = [0u8; 20];
+        if let Some(slot) = view.get_slot_untouched(db, key) {
+            dataset_digest::mix_value(&mut digest, slot.value(), slot.deadline().is_some());
+        }
+        digest
+    };
+    let digests: Vec<_> = if ctx.keys.holds_all() {
+        keys.iter().map(|key| digest_of(ctx.keys, key)).collect()
+    } else {
+        let names: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+        let mut view = ctx.server.keyspace.lock_keys(&names);
+        keys.iter().map(|key| digest_of(&mut view, key)).collect()
+    };
+    ctx.reply.array(digests.len());
+    for digest in &digests {
+        ctx.reply.simple(dataset_digest::hex(digest).as_bytes());
+    }
+}
+
+/// DEBUG POPULATE <count> [<prefix>] [<size>]: creates the string keys `prefix:0` ..
+/// `prefix:<count-1>` (prefix `key`) holding `value:<n>`, cut or padded with zero bytes to
+/// `size` when one is given; keys that exist are left alone. Like Redis, it neither
+/// counts as a change for saving nor goes to the AOF or replicas.
+fn debug_populate(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let parse_count = |arg: &[u8]| match parse_i64(arg) {
+        None => Err(err::NOT_INTEGER),
+        Some(n) if n < 0 => Err(err::NOT_POSITIVE),
+        Some(n) => Ok(n as u64),
+    };
+    let count = match parse_count(&args[0]) {
+        Ok(count) => count,
+        Err(message) => return ctx.reply.error(message),
+    };
+    let size = match args.get(2).map(|arg| parse_count(arg)).transpose() {
+        Ok(size) => size.unwrap_or(0) as usize,
+        Err(message) => return ctx.reply.error(message),
+    };
+    // Redis formats the key into a 128-byte C buffer: the prefix ends at a NUL byte and
+    // the key at 127 bytes.
+    let prefix = args.get(1).map_or(&b"key"[..], |p| {
+        &p[..p.iter().position(|&b| b == 0).unwrap_or(p.len())]
+    });
+    let db = ctx.db();
+    let fill = |view: &mut Locked<'_>| {
+        for n in 0..count {
+            let mut key = prefix.to_vec();
+            key.extend_from_slice(format!(":{n}").as_bytes());
+            key.truncate(127);
+            if view.exists(db, &key) {
+                continue;
+            }
+            let mut value = format!("value:{n}").into_bytes();
+            if size > 0 {
+                value.resize(size, 0);
+            }
+            view.set(db, &key, Value::Str(value), None);
+            view.signal_modified(db, &key);
+        }
+    };
+    if ctx.keys.holds_all() {
+        fill(ctx.keys);
+    } else {
+        fill(&mut ctx.server.keyspace.lock_all());
+    }
+    ctx.reply.ok();
+}
+
+/// DEBUG QUICKLIST-PACKED-THRESHOLD <size>: in Redis, the element size from which a list
+/// keeps an element in a node of its own. Latch's lists have no such nodes (an element of
+/// any size sits in its pack), so the size is checked as Redis checks it and has no other
+/// effect; lists behave the same either way.
+fn debug_quicklist_packed_threshold(ctx: &mut Ctx<'_, '_>, size: &[u8]) {
+    const LIMIT: u64 = (1 << 32) - (1 << 20);
+    let size = std::str::from_utf8(size)
+        .ok()
+        .and_then(crate::config::parse_memory);
+    match size {
+        Some(size) if size <= LIMIT => ctx.reply.ok(),
+        _ => ctx
+            .reply
+            .error(b"ERR argument must be a memory value bigger than 1 and smaller than 4gb"),
+    }
+}
+
+/// DEBUG LOADAOF: syncs the AOF and loads the data set back from its files.
+fn debug_loadaof(ctx: &mut Ctx<'_, '_>) {
+    if latch_keyspace::Keyspace::thread_holds_shards() {
+        ctx.reply
+            .error(b"ERR DEBUG LOADAOF cannot run inside a transaction");
+        return;
+    }
+    let server = ctx.server;
+    match crate::server::beside_runtime(|| crate::persistence::aofdir::reload(server)) {
+        Ok(()) => {
+            tracing::warn!("Append Only File loaded by DEBUG LOADAOF");
+            ctx.reply.ok();
+        }
+        Err(error) => {
+            // redis-server exits here; Latch keeps running with what it could load.
+            tracing::warn!("DEBUG LOADAOF could not load the AOF: {error:#}");
+            ctx.reply.error(b"ERR Error trying to load the AOF");
+        }
+    }
+}
+
+/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: saves the RDB file, empties the data set and
+/// loads the file back (each step but the load can be left out).
+fn debug_reload(ctx: &mut Ctx<'_, '_>, options: &[Bytes]) {
+    let (mut merge, mut flush, mut save) = (false, true, true);
+    for option in options {
+        if is(option, "MERGE") {
+            merge = true;
+        } else if is(option, "NOFLUSH") {
+            flush = false;
+        } else if is(option, "NOSAVE") {
+            save = false;
+        } else {
+            ctx.reply
+                .error(b"ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.");
+            return;
+        }
+    }
+    if latch_keyspace::Keyspace::thread_holds_shards() {
+        // Inside MULTI the transaction holds the shards the reload needs.
+        ctx.reply
+            .error(b"ERR DEBUG RELOAD cannot run inside a transaction");
+        return;
+    }
+    let server = ctx.server;
+    let result = crate::server::beside_runtime(|| {
+        if save {
+            if let Err(error) = crate::persistence::snapshot::save(server) {
+                tracing::warn!("DEBUG RELOAD could not save: {error:#}");
+                return Err(&b"ERR"[..]);
+            }
+        }
+        let path = crate::persistence::path_in_dir(&server.config.dbfilename());
+        match crate::persistence::snapshot::reload(server, &path, flush, merge) {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                tracing::warn!("DEBUG RELOAD could not load: {error:#}");
+                Err(&b"ERR Error trying to load the RDB dump"[..])
+            }
+        }
+    });
+    match result {
+        Ok(()) => {
+            tracing::warn!("DB reloaded by DEBUG RELOAD");
+            ctx.reply.ok();
+        }
+        Err(message) => ctx.reply.error(message),
+    }
 }
 
 fn debug_sleep(ctx: &mut Ctx<'_, '_>, arg: &[u8]) {

@@ -840,21 +840,22 @@ fn errorstats_section(server: &Server, out: &mut String) {
     }
 }
 
-/// No latency histograms are kept: every percentile shows the mean.
+/// Each command's latency percentiles (`latency-tracking-info-percentiles`), in
+/// microseconds, from its histogram (crate::latency_histogram).
 fn latencystats_section(server: &Server, out: &mut String) {
     out.push_str("# Latencystats\r\n");
+    let percentiles = server.config.latency_percentiles();
     for command in table().all() {
         let stats = &server.stats.commands[command.id];
-        let calls = stats.calls.load(Ordering::Relaxed);
-        if calls == 0 {
+        let Some((_, values)) = stats.latency.percentiles(&percentiles) else {
             continue;
+        };
+        let _ = write!(out, "latency_percentiles_usec_{}:", command.full_name);
+        for (i, (p, ns)) in percentiles.iter().zip(values).enumerate() {
+            let comma = if i > 0 { "," } else { "" };
+            let _ = write!(out, "{comma}p{p}={:.3}", ns as f64 / 1000.0);
         }
-        let mean = stats.usec.load(Ordering::Relaxed) as f64 / calls as f64;
-        let _ = write!(
-            out,
-            "latency_percentiles_usec_{}:p50={mean:.3},p99={mean:.3},p99.9={mean:.3}\r\n",
-            command.full_name
-        );
+        out.push_str("\r\n");
     }
 }
 

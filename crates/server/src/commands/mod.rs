@@ -13,6 +13,7 @@ pub mod command;
 pub mod config;
 pub mod connection;
 pub mod databases;
+pub mod dataset_digest;
 pub mod debug;
 pub mod function;
 pub mod geo;

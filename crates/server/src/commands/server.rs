@@ -874,41 +874,46 @@ fn latency_graph(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     ctx.reply.verbatim(b"txt", graph.as_bytes());
 }
 
-/// No histograms are kept: each command shows one bucket, the power of two at or above
-/// its mean latency, holding all its calls.
+/// LATENCY HISTOGRAM [command ...]: each command's cumulative latency distribution, from
+/// its histogram (crate::latency_histogram); a container command stands for its
+/// subcommands, unknown names are skipped, commands without calls left out.
 fn latency_histogram(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let table = table();
     let commands: Vec<&crate::table::Command> = if args.len() == 2 {
         table.all().iter().collect()
     } else {
-        args[2..]
-            .iter()
-            .filter_map(|name| table.by_full_name(name))
-            .collect()
+        let mut named = Vec::new();
+        for name in &args[2..] {
+            let Some(command) = table.by_full_name(name) else {
+                continue;
+            };
+            let subcommands: Vec<_> = table.subcommands_of(command).collect();
+            if subcommands.is_empty() {
+                named.push(command);
+            } else {
+                named.extend(subcommands);
+            }
+        }
+        named
     };
-    let with_calls: Vec<(&str, u64, u64)> = commands
+    let with_calls: Vec<(&str, u64, crate::latency_histogram::Cumulative)> = commands
         .iter()
         .filter_map(|command| {
-            let stats = &ctx.server.stats.commands[command.id];
-            let calls = stats.calls.load(Ordering::Relaxed);
-            (calls > 0).then(|| {
-                (
-                    command.full_name.as_str(),
-                    calls,
-                    stats.usec.load(Ordering::Relaxed) / calls,
-                )
-            })
+            let (calls, cdf) = ctx.server.stats.commands[command.id].latency.cumulative()?;
+            Some((command.full_name.as_str(), calls, cdf))
         })
         .collect();
     ctx.reply.map(with_calls.len());
-    for (name, calls, mean_us) in with_calls {
+    for (name, calls, cdf) in with_calls {
         ctx.reply.bulk(name.as_bytes());
         ctx.reply.map(2);
         ctx.reply.bulk(b"calls");
         ctx.reply.integer(calls as i64);
         ctx.reply.bulk(b"histogram_usec");
-        ctx.reply.map(1);
-        ctx.reply.integer(mean_us.max(1).next_power_of_two() as i64);
-        ctx.reply.integer(calls as i64);
+        ctx.reply.map(cdf.len());
+        for (micros, count) in cdf {
+            ctx.reply.integer(micros as i64);
+            ctx.reply.integer(count as i64);
+        }
     }
 }

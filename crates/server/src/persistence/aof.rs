@@ -32,6 +32,8 @@ use tracing::warn;
 
 use crate::client::Propagated;
 
+/// DEBUG AOF-FLUSH-SLEEP's wait before each write of the buffer, in microseconds.
+static FLUSH_SLEEP_US: AtomicU64 = AtomicU64::new(0);
 /// `appendfsync`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -167,6 +169,12 @@ impl AofLog {
         self.pending.lock().appended
     }
 
+    /// DEBUG AOF-FLUSH-SLEEP: microseconds every write of the buffer waits first (0: none),
+    /// for tests of what happens meanwhile.
+    pub fn set_flush_sleep_us(us: u64) {
+        FLUSH_SLEEP_US.store(us, Ordering::Relaxed);
+    }
+
     /// Makes sure everything up to `offset` is in the file (not necessarily on disk).
     pub fn write_through(&self, offset: u64) {
         if self.written.load(Ordering::Acquire) >= offset {
@@ -179,6 +187,10 @@ impl AofLog {
     /// Writes the whole buffer into the current file. The caller holds `current`, which
     /// keeps drains in order.
     fn drain_into(&self, current: &mut Current) {
+        let sleep_us = FLUSH_SLEEP_US.load(Ordering::Relaxed);
+        if sleep_us > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(sleep_us));
+        }
         let (data, upto) = {
             let mut pending = self.pending.lock();
             if pending.buffer.is_empty() {

@@ -130,6 +130,50 @@ pub fn open_at_start(server: &Arc<Server>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// DEBUG LOADAOF: writes and syncs what the AOF has pending, empties the data set and its
+/// functions, and loads the files the manifest on disk names, as a start would (logging
+/// goes on in the same file). Without a manifest the data set is left empty.
+pub fn reload(server: &Server) -> anyhow::Result<()> {
+    if let Some(log) = server.persistence.aof() {
+        log.write_through(log.appended());
+        log.sync_now();
+    }
+    let (dir, name) = dir_and_name(server);
+    let manifest_path = dir.join(format::manifest_name(&name));
+    let manifest = if manifest_path.exists() {
+        let text = std::fs::read(&manifest_path)
+            .with_context(|| format!("reading {}", manifest_path.display()))?;
+        Some(
+            Manifest::parse(&text)
+                .map_err(|error| anyhow::anyhow!("{}: {error}", manifest_path.display()))?,
+        )
+    } else {
+        None
+    };
+    crate::scripting::flush_functions(server);
+    let mut view = server.keyspace.lock_all();
+    for db in 0..server.keyspace.num_dbs() {
+        view.flush_db_freeing(db, true);
+    }
+    drop(view);
+    let Some(manifest) = manifest else {
+        return Ok(());
+    };
+    server.keyspace.set_loading(true);
+    let loaded = (|| {
+        if let Some(base) = &manifest.base {
+            replay::load_file(server, &dir.join(&base.name), false)?;
+        }
+        let count = manifest.incrs.len();
+        for (index, incr) in manifest.incrs.iter().enumerate() {
+            replay::load_file(server, &dir.join(&incr.name), index + 1 == count)?;
+        }
+        anyhow::Ok(())
+    })();
+    server.keyspace.set_loading(false);
+    loaded
+}
+
 /// A new AOF directory for an empty dataset: an empty base, a first incremental file.
 fn create_fresh(server: &Server, dir: &Path, name: &str) -> anyhow::Result<Manifest> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -176,11 +220,11 @@ pub fn rewrite_in_background(server: &Arc<Server>) -> bool {
                 Ok(()) => {
                     persistence.last_rewrite_ok.store(true, Ordering::Relaxed);
                     persistence.rewrites.fetch_add(1, Ordering::Relaxed);
-                    info!("background AOF rewrite finished successfully");
+                    info!("Background AOF rewrite finished successfully");
                 }
                 Err(error) => {
                     persistence.last_rewrite_ok.store(false, Ordering::Relaxed);
-                    warn!("background AOF rewrite failed: {error:#}");
+                    warn!("Background AOF rewrite failed: {error:#}");
                 }
             }
             persistence
@@ -341,7 +385,8 @@ fn empty_manifest() -> Manifest {
 
 /// CONFIG SET appendonly yes: the AOF starts from the current data (a rewrite).
 pub fn turn_on(server: &Arc<Server>) -> bool {
-    if server.persistence.is_logging() {
+    // An open AOF, not `is_logging` (which the replication feed turns on too).
+    if server.persistence.aof().is_some() {
         return true;
     }
     rewrite_in_background(server)

@@ -303,9 +303,8 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<()> {
     let keys = persistence.loaded_keys.load(Ordering::Relaxed);
     if keys > 0 {
         info!(
-            keys,
-            seconds = started.elapsed().as_secs_f64(),
-            "DB loaded from disk"
+            "DB loaded from disk: {:.3} seconds ({keys} keys)",
+            started.elapsed().as_secs_f64()
         );
     }
     persistence
@@ -348,10 +347,10 @@ pub fn shut_down(server: &Arc<Server>) {
     };
     persistence.detach();
     if save {
-        info!("saving the final RDB snapshot before exiting");
+        info!("Saving the final RDB snapshot before exiting.");
         match snapshot::save(server) {
             Ok(()) => info!("DB saved on disk"),
-            Err(error) => warn!(%error, "error saving the final snapshot"),
+            Err(error) => warn!("Error trying to save the DB, can't exit: {error}"),
         }
     }
     let _ = std::fs::remove_file(path_in_dir(RUNNING_MARKER));
@@ -375,7 +374,7 @@ pub fn cron(server: &Arc<Server>) {
             .iter()
             .any(|&(seconds, min_changes)| changes >= min_changes as u64 && since_s >= seconds);
         if due && changes > 0 {
-            info!(changes, seconds = since_s, "save point reached: saving");
+            info!("{changes} changes in {since_s} seconds. Saving...");
             snapshot::bgsave(server);
         }
     }

@@ -170,6 +170,11 @@ pub fn write_rdb_into<W: Write>(
     for code in &cut.libraries {
         writer.function(code)?;
     }
+    if cut.snapshot.sizes.iter().all(|&(keys, _)| keys == 0) {
+        // Nothing to copy: the shards are not asked for (FLUSHALL saves while it holds
+        // them all).
+        return Ok(writer.finish()?);
+    }
     let keyspace = &server.keyspace;
     let mut selected = None;
     let mut turns = Turns::default();
@@ -247,6 +252,23 @@ pub fn sync_dir(path: &Path) {
     }
 }
 
+/// FLUSHALL with save points configured: the emptied data set written now by the caller,
+/// which holds every shard (so an old file cannot bring the flushed keys back at the next
+/// start); an empty cut is written without asking for the shards. A snapshot already
+/// being written is left alone, and this save skipped.
+pub fn save_held(server: &Server, view: &mut latch_keyspace::Locked<'_>) -> anyhow::Result<()> {
+    let Some(_job) = server.persistence.snapshot_job.try_lock() else {
+        warn!("FLUSHALL: a background save is running; the emptied data set is not saved");
+        return Ok(());
+    };
+    let cut = Cut {
+        snapshot: view.cut_snapshot(),
+        libraries: server.scripting.library_codes.lock().clone(),
+        repl: ReplAux::at_cut(server),
+    };
+    finish_save(server, &cut)
+}
+
 /// SAVE (and the save at shutdown): a snapshot written now, by the caller.
 pub fn save(server: &Server) -> anyhow::Result<()> {
     let _job = server.persistence.snapshot_job.lock();
@@ -298,8 +320,8 @@ pub fn bgsave(server: &Arc<Server>) -> bool {
                 finish_save(&server, &cut)
             };
             match result {
-                Ok(()) => info!("background saving terminated with success"),
-                Err(error) => warn!("background saving error: {error:#}"),
+                Ok(()) => info!("Background saving terminated with success"),
+                Err(error) => warn!("Background saving error: {error:#}"),
             }
             server
                 .persistence
@@ -339,8 +361,46 @@ pub fn load_rdb_file(server: &Server, path: &Path) -> anyhow::Result<Loaded> {
 /// Loads RDB data; `keep_expired`: keys past their deadline are loaded too (a replica
 /// loading its primary's data, which expires them itself and sends the `DEL`s).
 pub fn load_rdb(server: &Server, data: &[u8], keep_expired: bool) -> anyhow::Result<Loaded> {
-    let mut reader = Reader::new(data)?;
     let mut view = server.keyspace.lock_all();
+    let (loaded, libraries) = load_rdb_locked(server, &mut view, data, keep_expired, true)?;
+    drop(view);
+    load_libraries(server, &libraries, true)?;
+    Ok(loaded)
+}
+
+/// DEBUG RELOAD: under one hold of every shard, empties the data set and its functions
+/// (unless `flush` is false) and loads the RDB file `path`; `merge`: a key or library
+/// the file has again replaces the one in memory, where otherwise it fails the load.
+pub fn reload(server: &Server, path: &Path, flush: bool, merge: bool) -> anyhow::Result<Loaded> {
+    let mut data = Vec::new();
+    File::open(path)
+        .and_then(|mut file| file.read_to_end(&mut data))
+        .with_context(|| format!("reading {}", path.display()))?;
+    if flush {
+        crate::scripting::flush_functions(server);
+    }
+    let mut view = server.keyspace.lock_all();
+    if flush {
+        for db in 0..server.keyspace.num_dbs() {
+            view.flush_db_freeing(db, true);
+        }
+    }
+    let (loaded, libraries) = load_rdb_locked(server, &mut view, &data, false, merge)?;
+    drop(view);
+    load_libraries(server, &libraries, merge)?;
+    Ok(loaded)
+}
+
+/// Reads RDB data into the held keyspace; the function libraries it holds are returned,
+/// to be loaded once the shards are let go (a running script may wait for one of them).
+fn load_rdb_locked(
+    server: &Server,
+    view: &mut latch_keyspace::Locked<'_>,
+    data: &[u8],
+    keep_expired: bool,
+    replace: bool,
+) -> anyhow::Result<(Loaded, Vec<Bytes>)> {
+    let mut reader = Reader::new(data)?;
     let now = view.now();
     let mut db = 0usize;
     let mut loaded = 0u64;
@@ -376,6 +436,9 @@ pub fn load_rdb(server: &Server, data: &[u8], keep_expired: bool) -> anyhow::Res
                     expired += 1;
                     continue;
                 }
+                if !replace && view.exists(db, &key) {
+                    anyhow::bail!("Duplicate key '{}'", String::from_utf8_lossy(&key));
+                }
                 view.set(db, &key, value, deadline);
                 loaded += 1;
             }
@@ -385,22 +448,22 @@ pub fn load_rdb(server: &Server, data: &[u8], keep_expired: bool) -> anyhow::Res
         }
     }
     let end = reader.offset() as usize;
-    drop(view);
-    load_libraries(server, &libraries)?;
     let persistence = &server.persistence;
     persistence.loaded_keys.fetch_add(loaded, Ordering::Relaxed);
     persistence
         .load_expired_keys
         .fetch_add(expired, Ordering::Relaxed);
-    Ok(Loaded {
+    let loaded = Loaded {
         end,
         keys: loaded,
         repl: repl.valid(),
-    })
+    };
+    Ok((loaded, libraries))
 }
 
-/// Loads function libraries (at start, nothing else runs: the claim is free).
-fn load_libraries(server: &Server, libraries: &[Bytes]) -> anyhow::Result<()> {
+/// Loads function libraries; `replace`: one of the same name as a loaded one replaces it
+/// (otherwise that is an error).
+fn load_libraries(server: &Server, libraries: &[Bytes], replace: bool) -> anyhow::Result<()> {
     if libraries.is_empty() {
         return Ok(());
     }
@@ -410,7 +473,7 @@ fn load_libraries(server: &Server, libraries: &[Bytes]) -> anyhow::Result<()> {
     }
     let result = scripting.with_function_engine(|engine| {
         for code in libraries {
-            engine.load_library(code, true).map_err(|message| {
+            engine.load_library(code, replace).map_err(|message| {
                 anyhow::anyhow!(String::from_utf8_lossy(&message).into_owned())
             })?;
         }

@@ -251,6 +251,7 @@ impl Replication {
     pub fn set_primary(&self, primary: Option<PrimaryAddr>) -> u64 {
         let mut current = self.primary.lock();
         self.is_replica.store(primary.is_some(), Ordering::Relaxed);
+        crate::log::set_replica(primary.is_some());
         *current = primary;
         self.epoch.fetch_add(1, Ordering::SeqCst) + 1
     }

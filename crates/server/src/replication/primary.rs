@@ -87,8 +87,8 @@ pub async fn serve<S>(
             };
             replication.sync_partial_ok.fetch_add(1, Ordering::Relaxed);
             info!(
-                replica = %client.shared.addr,
-                "partial resynchronization request accepted"
+                "Partial resynchronization request from {} accepted.",
+                client.shared.addr
             );
             if stream.write_all(line.as_bytes()).await.is_ok() {
                 attached.state.store(state::ONLINE, Ordering::Relaxed);
@@ -123,7 +123,7 @@ pub async fn serve<S>(
         .attached
         .lock()
         .retain(|replica| !Arc::ptr_eq(replica, &attached));
-    info!(replica = %client.shared.addr, "connection with replica lost");
+    info!("Connection with replica {} lost.", client.shared.addr);
 }
 
 fn peer_ip(addr: &str) -> String {
@@ -189,9 +189,8 @@ where
         return None;
     };
     info!(
-        replica = %client.shared.addr,
-        offset,
-        "starting a full resynchronization"
+        "Full resync requested by replica {}: starting at offset {offset}",
+        client.shared.addr
     );
     let give_up = |registration: &Registration| {
         server.persistence.feed.unregister(registration.id);
@@ -252,7 +251,10 @@ where
         .net_repl_output_bytes
         .fetch_add(total, Ordering::Relaxed);
     attached.state.store(state::ONLINE, Ordering::Relaxed);
-    info!(replica = %client.shared.addr, "synchronization with replica succeeded");
+    info!(
+        "Synchronization with replica {} succeeded",
+        client.shared.addr
+    );
     Some((registration, !diskless))
 }
 
@@ -353,7 +355,7 @@ async fn stream_to<S>(
                     .now_ms()
                     .saturating_sub(attached.ack_ms.load(Ordering::Relaxed));
                 if silent > timeout_ms {
-                    warn!(replica = %client.shared.addr, "replica timed out; disconnecting it");
+                    warn!("Disconnecting timedout replica (streaming sync): {}", client.shared.addr);
                     return;
                 }
             }

@@ -42,6 +42,7 @@ pub fn start(server: &Arc<Server>, primary: PrimaryAddr) {
     server.keyspace.set_replica(true);
     server.persistence.feed.set_proxy(true);
     let epoch = replication.set_primary(Some(primary.clone()));
+    let _ = crate::oom_score::apply(&server.config, true);
     // Clients blocked here (BLPOP, lock waiters) were waiting on a primary.
     server.clients.unblock_all_for_role_change();
     replication
@@ -58,7 +59,8 @@ pub fn start(server: &Arc<Server>, primary: PrimaryAddr) {
     kill_primary_link(server);
     // Replicas of this server learn of the change by reconnecting (Redis drops them too).
     disconnect_replicas(server);
-    info!(host = %primary.host, port = primary.port, "connecting to the primary");
+    info!("Connecting to MASTER {}:{}", primary.host, primary.port);
+    info!("MASTER <-> REPLICA sync started");
     let server = Arc::clone(server);
     tokio::spawn(async move { link_loop(server, primary, epoch).await });
 }
@@ -73,6 +75,7 @@ pub fn stop(server: &Arc<Server>) {
     }
     let feed = &server.persistence.feed;
     replication.set_primary(None);
+    let _ = crate::oom_score::apply(&server.config, false);
     kill_primary_link(server);
     if feed.is_active() {
         replication.shift_replid(feed.end());
@@ -83,7 +86,7 @@ pub fn stop(server: &Arc<Server>) {
     server.config.set_replicaof(None);
     replication.link.status.store(link::DOWN, Ordering::Relaxed);
     disconnect_replicas(server);
-    info!("this server is a primary now (REPLICAOF NO ONE)");
+    info!("MASTER MODE enabled (REPLICAOF NO ONE)");
 }
 
 fn kill_primary_link(server: &Server) {
@@ -118,7 +121,7 @@ async fn link_loop(server: Arc<Server>, primary: PrimaryAddr, epoch: u64) {
         match sync_and_stream(&server, &primary, epoch).await {
             Ok(()) => {}
             Err(error) => {
-                warn!(host = %primary.host, port = primary.port, "replication link: {error:#}");
+                warn!("{error:#} (MASTER {}:{})", primary.host, primary.port);
             }
         }
         if replication.epoch.load(Ordering::SeqCst) != epoch {
@@ -129,7 +132,7 @@ async fn link_loop(server: Arc<Server>, primary: PrimaryAddr, epoch: u64) {
                 .link
                 .down_since_ms
                 .store(replication.now_ms().max(1), Ordering::Relaxed);
-            info!("connection with the primary lost");
+            info!("Connection with master lost.");
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
@@ -235,7 +238,7 @@ async fn sync_and_stream(
             super::failover::finished(server);
         } else {
             super::failover::abort(server, "Failover target rejected psync request");
-            bail!("the failover target refused PSYNC: {reply}");
+            bail!("Failover target rejected PSYNC: {reply}");
         }
     }
     if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
@@ -244,7 +247,7 @@ async fn sync_and_stream(
             bail!("unexpected reply to PSYNC: {reply}");
         };
         let offset: u64 = offset.parse().context("the offset of +FULLRESYNC")?;
-        info!(replid, offset, "full resync from the primary");
+        info!("Full resync from master: {replid}:{offset}");
         full_sync(server, &mut conn, replid, offset, epoch).await?;
     } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
         let new_id = rest.trim();
@@ -252,9 +255,10 @@ async fn sync_and_stream(
             replication.continue_as(new_id, feed.end());
         }
         feed.reset_db();
-        info!("partial resync with the primary accepted");
+        info!("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.");
+        info!("Successful partial resynchronization with master.");
     } else {
-        bail!("the primary refused PSYNC: {reply}");
+        bail!("Unexpected reply to PSYNC from master: {reply}");
     }
     if replication.epoch.load(Ordering::SeqCst) != epoch {
         return Ok(());
@@ -285,7 +289,7 @@ async fn handshake(server: &Server, conn: &mut Conn) -> anyhow::Result<()> {
         && !pong.starts_with("-NOPERM")
         && !pong.starts_with("-ERR operation not permitted")
     {
-        bail!("error reply to PING from the primary: {pong}");
+        bail!("Error reply to PING from master: '{pong}'");
     }
     if let Some(password) = server.config.text("masterauth") {
         let reply = match server.config.text("masteruser") {
@@ -299,7 +303,7 @@ async fn handshake(server: &Server, conn: &mut Conn) -> anyhow::Result<()> {
             }
         };
         if reply.starts_with('-') {
-            bail!("unable to AUTH to the primary: {reply}");
+            bail!("Unable to AUTH to MASTER: {reply}");
         }
     }
     let announced = server.config.get_i64("replica-announce-port");
@@ -382,7 +386,11 @@ async fn full_sync(
     if replication.epoch.load(Ordering::SeqCst) != epoch {
         return Ok(());
     }
-    info!(bytes = rdb.len(), "loading the primary's snapshot");
+    info!(
+        "MASTER <-> REPLICA sync: receiving {} bytes from master",
+        rdb.len()
+    );
+    info!("MASTER <-> REPLICA sync: Loading DB in memory");
     let loader = Arc::clone(server);
     let replid_owned = replid.to_string();
     tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
@@ -458,7 +466,7 @@ async fn apply_stream(
         .link
         .status
         .store(link::CONNECTED, Ordering::Relaxed);
-    info!("primary <-> replica sync: finished with success");
+    info!("MASTER <-> REPLICA sync: Finished with success");
     let mut parser = RequestParser::new();
     let limits = RequestLimits::default();
     let mut reply = Reply::new(Resp::V2);

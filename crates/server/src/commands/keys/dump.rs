@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use latch_keyspace::{Deadline, Entry};
-use latch_persist::rdb::{dump_payload, restore_payload, RdbError};
+use latch_persist::rdb::{dump_payload, restore_payload_checking, RdbError};
 
 use crate::commands::{err, is, parse_i64, Ctx};
 use crate::pubsub::notify;
@@ -152,7 +152,11 @@ fn restore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.error(b"ERR Invalid TTL value, must be >= 0");
         return;
     }
-    let value = match restore_payload(&args[3]) {
+    let check_crc = !ctx
+        .server
+        .skip_checksum_validation
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let value = match restore_payload_checking(&args[3], check_crc) {
         Ok(value) => value,
         Err(RdbError::BadPayload) => {
             ctx.reply
@@ -172,7 +176,7 @@ fn restore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         (0, _) => (None, None),
         (ms, true) => (Some(Deadline::at_wall(ms)), Some(ms)),
         (ms, false) => match Deadline::after(now, ms) {
-            Some(deadline) => (Some(deadline), Some(now.wall_ms.saturating_add(ms))),
+            Some(deadline) => (Some(deadline), Some(deadline.unix_ms(now))),
             None => {
                 ctx.reply
                     .error(b"ERR invalid expire time in 'restore' command");

@@ -320,11 +320,15 @@ fn set_expiry(ctx: &mut Ctx<'_, '_>, args: &[Bytes], base: Base, unit_ms: i64, n
     // Logged as PEXPIREAT with the absolute time (conditions kept), as Redis does: a replay
     // later must not move the deadline. PEXPIREAT itself is logged as it came.
     if !(base == Base::Absolute && unit_ms == 1) {
+        // The deadline's own unix time: what PEXPIRETIME reports for it (a relative one
+        // converts through the fixed offset between the clocks, which can differ by a
+        // millisecond from `now.wall_ms + ttl`).
+        let logged_ms = deadline.unix_ms(now);
         ctx.propagate_with(|| {
             let mut logged = vec![
                 Bytes::from_static(b"PEXPIREAT"),
                 args[1].clone(),
-                Bytes::from(when_ms.to_string()),
+                Bytes::from(logged_ms.to_string()),
             ];
             logged.extend(args[3..].iter().cloned());
             logged
