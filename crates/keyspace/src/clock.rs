@@ -40,6 +40,13 @@ pub struct Now {
 }
 
 impl Now {
+    /// The access clock keys' last-access stamps are on ([`crate::Slot::access_s`]):
+    /// seconds of the monotonic clock, from 2^30 rather than 0, so that an access long
+    /// before the start can be stamped (RESTORE ... IDLETIME, loaded idle times).
+    pub fn access_s(&self) -> u32 {
+        (self.mono_ms / 1000).min(u64::from(u32::MAX >> 1)) as u32 + (1 << 30)
+    }
+
     /// Unix time in whole seconds.
     pub fn wall_s(&self) -> i64 {
         self.wall_ms.div_euclid(1000)

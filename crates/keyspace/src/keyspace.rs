@@ -977,7 +977,7 @@ impl<'a> Locked<'a> {
     }
 
     fn access_stamp(&self) -> u32 {
-        (self.now.mono_ms / 1000) as u32
+        self.now.access_s()
     }
 
     /// The live value under `key`, or `None`. A key past its deadline is removed on the way.
@@ -2091,14 +2091,15 @@ mod tests {
         assert!(view.get_untouched(0, b"k").is_some());
         assert!(view.get_untouched(0, b"missing").is_none());
         assert_eq!((view.effects.hits, view.effects.misses), (1, 1));
+        // Stamps are on the access clock, which starts at 2^30 seconds.
         assert_eq!(
             view.get_slot_untouched(0, b"k").map(|s| s.access_s()),
-            Some(0)
+            Some(1 << 30)
         );
         assert!(view.get(0, b"k").is_some());
         assert_eq!(
             view.get_slot_untouched(0, b"k").map(|s| s.access_s()),
-            Some(5)
+            Some((1 << 30) + 5)
         );
     }
 

@@ -720,3 +720,39 @@ fn resp3_nulls() {
     raw.expect(&[b"OBJECT", b"ENCODING", b"nope"], b"_\r\n");
     raw.expect(&[b"SCAN", b"0"], b"*2\r\n$1\r\n0\r\n*0\r\n");
 }
+
+/// RESTORE ... IDLETIME sets the idle time OBJECT IDLETIME reports, also longer than the
+/// server has been up (Redis' unit/dump "RESTORE can set LRU").
+#[test]
+fn restore_idletime_is_reported_by_object_idletime() {
+    let server = TestServer::start(&[]);
+    let mut conn = server.client();
+    let _: () = redis::cmd("SET")
+        .arg("foo")
+        .arg("bar")
+        .query(&mut conn)
+        .unwrap();
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("foo").query(&mut conn).unwrap();
+    let _: () = redis::cmd("DEL").arg("foo").query(&mut conn).unwrap();
+    let _: () = redis::cmd("RESTORE")
+        .arg("foo")
+        .arg(0)
+        .arg(payload)
+        .arg("IDLETIME")
+        .arg(100_000)
+        .query(&mut conn)
+        .unwrap();
+    let idle: i64 = redis::cmd("OBJECT")
+        .arg("IDLETIME")
+        .arg("foo")
+        .query(&mut conn)
+        .unwrap();
+    assert!((100_000..100_010).contains(&idle), "{idle}");
+    let _: String = redis::cmd("GET").arg("foo").query(&mut conn).unwrap();
+    let idle: i64 = redis::cmd("OBJECT")
+        .arg("IDLETIME")
+        .arg("foo")
+        .query(&mut conn)
+        .unwrap();
+    assert!(idle < 10, "a read did not refresh the access time: {idle}");
+}

@@ -391,7 +391,7 @@ fn describe_object(keys: &mut Locked<'_>, db: usize, key: &[u8]) -> Option<Strin
             _ => false,
         };
     let refcount = if shared_integer { i32::MAX as i64 } else { 1 };
-    let idle_s = (now.mono_ms / 1000).saturating_sub(access_s as u64);
+    let idle_s = u64::from(now.access_s().saturating_sub(access_s));
     let lru_clock = (now.wall_s() as u64) & ((1 << 24) - 1);
     let lru = lru_clock.wrapping_sub(idle_s) & ((1 << 24) - 1);
     let serialized = serialized_length(value);

@@ -198,7 +198,7 @@ fn restore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     let mut entry = Entry::new(value);
     entry.deadline = deadline;
-    let now_s = (now.mono_ms / 1000) as i64;
+    let now_s = i64::from(now.access_s());
     let access_s = match options.idle_s {
         Some(idle_s) => (now_s - idle_s).max(0) as u32,
         None => now_s as u32,

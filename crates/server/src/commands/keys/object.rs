@@ -179,10 +179,9 @@ fn idletime(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             ctx.reply.error(LFU_SELECTED);
             return;
         }
-        // Access times are whole seconds of the monotonic clock.
-        let now_s = ctx.now().mono_ms / 1000;
-        let idle_s = now_s.saturating_sub(u64::from(info.access_s));
-        ctx.reply.integer(i64::try_from(idle_s).unwrap_or(i64::MAX));
+        // Access times are whole seconds of the access clock (`Now::access_s`).
+        let idle_s = ctx.now().access_s().saturating_sub(info.access_s);
+        ctx.reply.integer(i64::from(idle_s));
     });
 }
 
