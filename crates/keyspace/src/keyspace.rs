@@ -1578,6 +1578,15 @@ impl<'a> Locked<'a> {
         }
     }
 
+    /// The key's slot as stored, even past its deadline, without removing it or counting a
+    /// hit (DEBUG OBJECT and DIGEST-VALUE look at logically expired keys, as in Redis).
+    pub fn stored_slot(&mut self, db: usize, key: &[u8]) -> Option<&Slot> {
+        let hash = self.keyspace.hash(key);
+        let shard = self.keyspace.shard_of_hash(hash);
+        let shard = view_shard(self.keyspace, &mut self.guards, self.exclusive, shard);
+        shard.dbs[db].get(hash, key)
+    }
+
     /// Calls `visit` for every key stored in `db`, live or past its deadline but not yet
     /// removed (DEBUG DIGEST counts those, as Redis does). Needs every shard.
     pub fn for_each_stored_key(&mut self, db: usize, visit: &mut dyn FnMut(&Slot)) {

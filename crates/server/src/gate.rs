@@ -428,11 +428,10 @@ fn dispatch(
         );
         return Outcome::Done;
     }
-    if !link
-        && !spec.has_flag(flag::STALE)
-        && server.replication.is_replica()
-        && stale_data_refused(server)
-    {
+    // EXEC is refused when a queued command would be (Redis folds the queue's flags in).
+    let denied_when_stale = !spec.has_flag(flag::STALE)
+        || (command.id == special().exec && queue_has(client, |spec| !spec.has_flag(flag::STALE)));
+    if !link && denied_when_stale && server.replication.is_replica() && stale_data_refused(server) {
         let message =
             b"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
         reject(server, client, reply, Some(command), args, message);

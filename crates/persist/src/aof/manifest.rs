@@ -126,6 +126,27 @@ impl ManifestError {
             | NameNotUtf8 { line } => Some(line),
         }
     }
+
+    /// The reason as redis-server words it in its log (what Redis' tests look for).
+    pub fn redis_reason(&self) -> &'static str {
+        use ManifestError::*;
+        match self {
+            Empty => "Found an empty AOF manifest",
+            LineTooLong { .. } => "The AOF manifest file contains too long line",
+            NotBaseName { .. } => "File can't be a path, just a filename",
+            DuplicateBase { .. } => "Found duplicate base file information",
+            NonMonotonicSeq { .. } => "Found a non-monotonic sequence number",
+            UnknownType { .. } => "Unknown AOF file type",
+            MissingNewline { .. }
+            | NulByte { .. }
+            | BlankLine { .. }
+            | BadQuotes { .. }
+            | FieldCount { .. }
+            | MissingField { .. }
+            | NegativeSeq { .. }
+            | NameNotUtf8 { .. } => "Invalid AOF manifest file format",
+        }
+    }
 }
 
 /// A line's fields as the loader reads them: later repeats of a key win, unknown keys are

@@ -1,4 +1,5 @@
-//! CLUSTER and its subcommands, as Redis 7.0 declares them. Latch has no cluster mode, so
+//! CLUSTER and its subcommands, and ASKING, READONLY and READWRITE, as Redis 7.0 declares
+//! them. Latch has no cluster mode, so
 //! every subcommand answers as Redis does when `cluster-enabled` is off: with one error,
 //! whatever the arguments. The entries still matter: `COMMAND INFO`/`DOCS` describe them,
 //! arity is checked before the handler runs, and the flags (NOSCRIPT on RESET) decide what
@@ -7,21 +8,56 @@
 use bytes::Bytes;
 
 use super::Ctx;
-use crate::spec::{docflag, flag, Arg, CommandSpec, Group};
+use crate::spec::{acl, docflag, flag, Arg, CommandSpec, Group};
 
 /// Redis' reply to every CLUSTER subcommand when cluster support is off.
 const CLUSTER_DISABLED: &[u8] = b"ERR This instance has cluster support disabled";
 
-pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "cluster",
-    group: Group::Cluster,
-    summary: "Groups the subcommands that inspect and manage a Redis Cluster node.",
-    since: "3.0.0",
-    complexity: "Depends on subcommand.",
-    arity: -2,
-    subcommands: CLUSTER_SUBCOMMANDS,
-    ..CommandSpec::BASE
-}];
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "asking",
+        group: Group::Cluster,
+        summary: "Signals that a cluster client is following an -ASK redirect.",
+        since: "3.0.0",
+        arity: 1,
+        flags: flag::FAST,
+        acl: acl::CONNECTION,
+        handler: Some(cluster_disabled),
+        ..CommandSpec::BASE
+    },
+    CommandSpec {
+        name: "cluster",
+        group: Group::Cluster,
+        summary: "Groups the subcommands that inspect and manage a Redis Cluster node.",
+        since: "3.0.0",
+        complexity: "Depends on subcommand.",
+        arity: -2,
+        subcommands: CLUSTER_SUBCOMMANDS,
+        ..CommandSpec::BASE
+    },
+    CommandSpec {
+        name: "readonly",
+        group: Group::Cluster,
+        summary: "Lets a connection to a cluster replica run read-only queries.",
+        since: "3.0.0",
+        arity: 1,
+        flags: flag::FAST | flag::LOADING | flag::STALE,
+        acl: acl::CONNECTION,
+        handler: Some(cluster_disabled),
+        ..CommandSpec::BASE
+    },
+    CommandSpec {
+        name: "readwrite",
+        group: Group::Cluster,
+        summary: "Ends a connection's read-only mode on a cluster replica.",
+        since: "3.0.0",
+        arity: 1,
+        flags: flag::FAST | flag::LOADING | flag::STALE,
+        acl: acl::CONNECTION,
+        handler: Some(cluster_disabled),
+        ..CommandSpec::BASE
+    },
+];
 
 /// What most subcommands that change the cluster's state share in Redis' JSON files.
 const CHANGES_STATE: u32 = flag::NO_ASYNC_LOADING | flag::ADMIN | flag::STALE;

@@ -189,7 +189,7 @@ fn debug_digest_value(ctx: &mut Ctx<'_, '_>, keys: &[Bytes]) {
     let db = ctx.db();
     let digest_of = |view: &mut Locked<'_>, key: &[u8]| {
         let mut digest = [0u8; 20];
-        if let Some(slot) = view.get_slot_untouched(db, key) {
+        if let Some(slot) = view.stored_slot(db, key) {
             dataset_digest::mix_value(&mut digest, slot.value(), slot.deadline().is_some());
         }
         digest
@@ -380,7 +380,7 @@ fn serialized_length(value: &Value) -> usize {
 
 fn describe_object(keys: &mut Locked<'_>, db: usize, key: &[u8]) -> Option<String> {
     let now = keys.now();
-    let slot = keys.get_slot_untouched(db, key)?;
+    let slot = keys.stored_slot(db, key)?;
     let access_s = slot.access_s();
     let value = slot.value();
     let encoding = slot.encoding();

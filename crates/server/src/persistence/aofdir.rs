@@ -60,8 +60,27 @@ pub fn open_at_start(server: &Arc<Server>) -> anyhow::Result<()> {
     let mut manifest = if manifest_path.exists() {
         let text = std::fs::read(&manifest_path)
             .with_context(|| format!("reading {}", manifest_path.display()))?;
-        Manifest::parse(&text)
-            .map_err(|error| anyhow::anyhow!("{}: {error}", manifest_path.display()))?
+        let manifest = Manifest::parse(&text).map_err(|error| {
+            log_manifest_error(&text, &error);
+            anyhow::anyhow!("{}: {error}", manifest_path.display())
+        })?;
+        // An upgrade from a single-file AOF that stopped between writing the manifest and
+        // moving the file: the manifest names only the old file as its base, which is still
+        // in the server's directory. Move it in, as Redis does, and go on.
+        let interrupted = manifest.incrs.is_empty()
+            && manifest.base.as_ref().is_some_and(|base| base.name == name)
+            && !dir.join(&name).exists()
+            && legacy.is_file();
+        if interrupted {
+            std::fs::rename(&legacy, dir.join(&name))
+                .with_context(|| format!("moving {} into {}", legacy.display(), dir.display()))?;
+            info!(
+                "moved {} into {} (an interrupted upgrade)",
+                legacy.display(),
+                dir.display()
+            );
+        }
+        manifest
     } else if legacy.is_file() {
         // Redis 7 moves a pre-7 single AOF into the directory and makes it the base.
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -172,6 +191,20 @@ pub fn reload(server: &Server) -> anyhow::Result<()> {
     })();
     server.keyspace.set_loading(false);
     loaded
+}
+
+/// The lines redis-server logs for a manifest it cannot read (its reason in its words).
+fn log_manifest_error(text: &[u8], error: &latch_persist::aof::ManifestError) {
+    warn!("*** FATAL AOF MANIFEST FILE ERROR ***");
+    if let Some(line) = error.line() {
+        let content = text
+            .split(|&b| b == b'\n')
+            .nth(line.saturating_sub(1))
+            .unwrap_or_default();
+        warn!("Reading the manifest file, at line {line}");
+        warn!(">>> '{}'", String::from_utf8_lossy(content).trim_end());
+    }
+    warn!("{}", error.redis_reason());
 }
 
 /// A new AOF directory for an empty dataset: an empty base, a first incremental file.

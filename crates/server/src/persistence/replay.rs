@@ -28,6 +28,9 @@ pub fn load_file(server: &Server, path: &Path, is_last: bool) -> anyhow::Result<
             return Ok(());
         }
         Err(error) => {
+            // redis-server's words (Redis' tests look for the file name, a space, the cause).
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            warn!("Fatal error: can't open the append log file {name} for reading: {error}");
             return Err(error).with_context(|| format!("reading {}", path.display()));
         }
     };
