@@ -3,20 +3,22 @@
 //!
 //! `oom-score-adj-values` holds three values: for a primary, a replica and a background
 //! child. Latch forks no child (snapshots are cut without fork), so the third is only kept.
-//! `relative` (or `yes`) adds the value to the score the process had at start, `absolute`
-//! writes it as is, `no` puts the start value back. The result is clamped to -1000..1000.
+//! `relative` (or `yes`) adds the value to the score the process had when the option came
+//! on, `absolute` writes it as is, `no` puts that score back. Clamped to -1000..1000.
 //! Applied at start, on CONFIG SET of either option, and when the server changes role.
 
-use std::sync::OnceLock;
+use parking_lot::Mutex;
 
 use crate::config::Config;
 
 const PATH: &str = "/proc/self/oom_score_adj";
 
-/// The score the process had before the server first changed it.
-fn base() -> Option<i64> {
-    static BASE: OnceLock<Option<i64>> = OnceLock::new();
-    *BASE.get_or_init(|| std::fs::read_to_string(PATH).ok()?.trim().parse().ok())
+/// The score the process had when the server took control of it (the first apply with
+/// the option on), while it has control; given back when the option goes off.
+static BASE: Mutex<Option<i64>> = Mutex::new(None);
+
+fn read() -> Option<i64> {
+    std::fs::read_to_string(PATH).ok()?.trim().parse().ok()
 }
 
 /// The score the options ask for, given the role; `None` for `oom-score-adj no`.
@@ -40,13 +42,27 @@ fn wanted(config: &Config, replica: bool, base: i64) -> Option<i64> {
     Some(score.clamp(-1000, 1000))
 }
 
-/// Writes the score the options and the role ask for. The error is why it could not be
-/// written (a lower score than the start's needs privileges).
+/// Writes the score the options and the role ask for, as Redis does: the first time the
+/// option is on, the current score becomes the base; when it goes off, the base is put
+/// back; while it is off, nothing is written. The error is why the write failed (a lower
+/// score than the base needs privileges).
 pub fn apply(config: &Config, replica: bool) -> Result<(), String> {
-    let Some(base) = base() else {
-        return Ok(()); // No such file: not Linux, or no /proc.
+    let mut base = BASE.lock();
+    let on = config.get("oom-score-adj").unwrap_or_default() != "no";
+    let score = match (on, *base) {
+        (false, None) => return Ok(()),
+        (false, Some(saved)) => {
+            *base = None;
+            saved
+        }
+        (true, saved) => {
+            let Some(current) = saved.or_else(read) else {
+                return Ok(()); // No such file: not Linux, or no /proc.
+            };
+            *base = Some(current);
+            wanted(config, replica, current).unwrap_or(current)
+        }
     };
-    let score = wanted(config, replica, base).unwrap_or(base);
     std::fs::write(PATH, format!("{score}\n")).map_err(|error| {
         tracing::warn!("Unable to write oom_score_adj: {error}");
         format!("Failed to set current oom_score_adj ({error}). Check server logs.")
