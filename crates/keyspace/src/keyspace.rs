@@ -1311,6 +1311,24 @@ impl<'a> Locked<'a> {
         })
     }
 
+    /// The first client blocked on `key` of `db` (observers aside) that `test` accepts,
+    /// looking no further than it: the lock commands ask for the first in line of a queue
+    /// that can be thousands long on every grant.
+    pub fn first_waiter(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        test: &mut dyn FnMut(&dyn KeyWaiter) -> bool,
+    ) -> Option<Arc<dyn KeyWaiter>> {
+        let shard = self.shard_mut(self.keyspace.shard_of_key(key));
+        let queue = shard.blocked.get(key)?;
+        queue
+            .iter()
+            .filter(|b| b.db == db && !b.observer)
+            .filter_map(|b| b.waiter.upgrade())
+            .find(|waiter| test(waiter.as_ref()))
+    }
+
     /// Takes `waiter` off `key` of `db`. When the key holds something, the next client
     /// blocked there is woken: whatever this one did not take may serve it.
     pub fn unblock_from(&mut self, db: usize, key: &[u8], waiter: &Arc<dyn KeyWaiter>) {

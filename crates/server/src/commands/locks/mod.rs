@@ -232,6 +232,17 @@ fn lock_waiters(ctx: &mut Ctx<'_, '_>, name: &[u8]) -> Vec<(LockWait, Arc<dyn Ke
         .collect()
 }
 
+/// The first lock waiter in line for `name`, found without walking the rest of the line.
+fn first_lock_waiter(ctx: &mut Ctx<'_, '_>, name: &[u8]) -> Option<Arc<dyn KeyWaiter>> {
+    let db = ctx.db();
+    ctx.keys.first_waiter(db, name, &mut |queued| {
+        queued
+            .as_any()
+            .downcast_ref::<Waiter>()
+            .is_some_and(|waiter| waiter.lock.is_some())
+    })
+}
+
 /// Whether this client may take a free lock: nobody waits for it, or this client is the
 /// first lock waiter in line.
 fn my_turn(ctx: &mut Ctx<'_, '_>, name: &[u8]) -> bool {
@@ -240,10 +251,10 @@ fn my_turn(ctx: &mut Ctx<'_, '_>, name: &[u8]) -> bool {
         .blocked
         .as_ref()
         .map(|block| block.waiter.clone());
-    let first = lock_waiters(ctx, name).into_iter().next();
+    let first = first_lock_waiter(ctx, name);
     match (first, mine) {
         (None, _) => true,
-        (Some((_, first)), Some(mine)) => std::ptr::eq(
+        (Some(first), Some(mine)) => std::ptr::eq(
             Arc::as_ptr(&first).cast::<()>(),
             Arc::as_ptr(&mine).cast::<()>(),
         ),
@@ -524,7 +535,7 @@ fn release(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.integer(0);
         return;
     };
-    let waiters = !lock_waiters(ctx, name).is_empty();
+    let waiters = first_lock_waiter(ctx, name).is_some();
     ctx.server.lock_stats.released(db, name, token, waiters);
     ctx.server.lock_watches.released(db, name, token);
     if exclusive {
