@@ -50,6 +50,9 @@ Measurements, per client kind and waiter count:
   SUBSCRIBEs, PUBLISHes included) is divided by the grants. Here a client loops back at
   once after its release, so the polling kinds let the releaser take the lock again
   (barging) while the others sleep: that is how they behave, and part of the result.
+  Two more rows from the same run show it: hand-overs per second (grants that went to a
+  client other than the previous holder) and the largest share of the grants one client
+  took (100 / (N+1) % would be an even split).
 - **Longest wait** (ms) in the hand-off run: the longest any grant waited (from the
   client's first try, or from the start of the measured run for the waiters that lined up
   before it). For native, a FIFO check: with N waiters every grant must come within N
@@ -77,6 +80,7 @@ import os
 import random
 import secrets
 import shutil
+import signal
 import socket
 import statistics
 import sys
@@ -514,13 +518,17 @@ async def throughput(kind, port, ctl, n, name, seconds):
     counter = Counter()
     clients = await open_clients(kind, port, n + 1, name, counter)
     key = "%s:count" % name
-    st = types.SimpleNamespace(stop=False, grants=0)
+    st = types.SimpleNamespace(stop=False, grants=0, passes=0, last=None, per_client={})
     holding = set()
 
     async def loop(c):
         while not st.stop:
             await kind.acquire(c, name, LONG_TTL_MS, lambda: None)
             holding.add(c.index)
+            if st.last is not None and st.last != c.index:
+                st.passes += 1
+            st.last = c.index
+            st.per_client[c.index] = st.per_client.get(c.index, 0) + 1
             await c.conn.call("INCR", key)
             await kind.release(c, name)
             st.grants += 1
@@ -550,7 +558,10 @@ async def throughput(kind, port, ctl, n, name, seconds):
         finally:
             await close_clients(clients)
     final = int(await ctl.call("GET", key) or 0)
+    top = max(st.per_client.values(), default=0)
     return {"rate": st.grants / elapsed, "grants": st.grants, "counter": final,
+            "passes": st.passes / elapsed,
+            "top_share": 100.0 * top / st.grants if st.grants else float("nan"),
             "per_grant": counter.commands / st.grants if st.grants else float("nan")}
 
 
@@ -564,7 +575,7 @@ async def run_server(server, port, rows, args, results, round_no):
             for n in args.waiters:
                 cell = results[row][n]
                 where = "round %d %s n=%d" % (round_no + 1, label(row), n)
-                for measure in ("handoff", "expiry", "throughput"):
+                for measure in args.measures:
                     name = "bench-lock:%s:%d" % (row[0], next(ids))
                     began = time.perf_counter()
                     try:
@@ -632,6 +643,14 @@ def report(rows, args, results):
             return "-"
         return "%.0f%s" % (value, "!" if any(r["grants"] != r["counter"] for r in runs) else "")
 
+    def passes_cell(row, n):
+        value = medians(results[row][n].get("throughput", []), "passes")
+        return "-" if value is None else "%.0f" % value
+
+    def share_cell(row, n):
+        value = medians(results[row][n].get("throughput", []), "top_share")
+        return "-" if value is None else "%.1f" % value
+
     def per_grant_cell(row, n):
         value = medians(results[row][n].get("throughput", []), "per_grant")
         return "-" if value is None else "%.2f" % value
@@ -656,6 +675,10 @@ def report(rows, args, results):
           % EXPIRY_TTL_MS, rows, args.waiters, expiry_cell)
     table("Grants per second (lock -> INCR -> unlock, %g s)" % args.seconds,
           rows, args.waiters, rate_cell)
+    table("Hand-overs per second in that run (grants to a client other than the last holder)",
+          rows, args.waiters, passes_cell)
+    table("Largest share of that run's grants one client took, %", rows, args.waiters,
+          share_cell)
     table("Commands sent per grant", rows, args.waiters, per_grant_cell)
     table("Longest wait for a grant in the hand-off run, ms (native: <= FIFO bound?)",
           rows, args.waiters, wait_cell, width=24)
@@ -728,11 +751,19 @@ def main():
     parser.add_argument("--kinds", type=parse_kinds, default=list(ROWS),
                         help="comma-separated subset: native, scripts, redis-py, pubsub, or "
                              "kind@server (default: all)")
+    parser.add_argument("--measures", default=["handoff", "expiry", "throughput"],
+                        type=lambda s: [m for m in s.split(",") if m.strip()],
+                        help="comma-separated subset of handoff, expiry, throughput "
+                             "(default: all)")
     parser.add_argument("--latch", default=os.path.join(REPO, "target/release/latch-server"))
     parser.add_argument("--redis", default=shutil.which("redis-server") or "redis-server")
     args = parser.parse_args()
+    # SIGTERM unwinds like Ctrl-C, so the servers this script started are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if min(args.waiters) < 1 or args.expiries < 1 or args.handoffs < 1:
         parser.error("--waiters, --handoffs and --expiries must be at least 1")
+    if not set(args.measures) <= {"handoff", "expiry", "throughput"} or not args.measures:
+        parser.error("--measures takes handoff, expiry and throughput")
     os.sched_setaffinity(0, {1})
     rows = args.kinds
     binaries = {"redis": args.redis, "latch": args.latch}
