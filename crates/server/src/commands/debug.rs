@@ -39,9 +39,7 @@ fn debug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     } else if is(sub, "SLEEP") && argc == 3 {
         debug_sleep(ctx, &args[2]);
     } else if is(sub, "SET-ACTIVE-EXPIRE") && argc == 3 {
-        let enabled = parse_i64(&args[2]).unwrap_or(0) != 0;
-        ctx.server.active_expire.store(enabled, Ordering::Relaxed);
-        ctx.reply.ok();
+        set_switch(ctx, |server| &server.active_expire, &args[2]);
     } else if is(sub, "OBJECT") && argc == 3 {
         debug_object(ctx, &args[2]);
     } else if is(sub, "DIGEST") && argc == 2 {
@@ -69,17 +67,9 @@ fn debug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         }
         ctx.reply.ok();
     } else if is(sub, "SET-SKIP-CHECKSUM-VALIDATION") && argc == 3 {
-        let skip = parse_i64(&args[2]).unwrap_or(0) != 0;
-        ctx.server
-            .skip_checksum_validation
-            .store(skip, Ordering::Relaxed);
-        ctx.reply.ok();
+        set_switch(ctx, |server| &server.skip_checksum_validation, &args[2]);
     } else if is(sub, "SET-DISABLE-DENY-SCRIPTS") && argc == 3 {
-        let allow = parse_i64(&args[2]).unwrap_or(0) != 0;
-        ctx.server
-            .script_disable_deny_script
-            .store(allow, Ordering::Relaxed);
-        ctx.reply.ok();
+        set_switch(ctx, |server| &server.script_disable_deny_script, &args[2]);
     } else if is(sub, "AOF-FLUSH-SLEEP") && argc == 3 {
         let us = parse_i64(&args[2]).unwrap_or(0).max(0) as u64;
         crate::persistence::aof::AofLog::set_flush_sleep_us(us);
@@ -108,6 +98,18 @@ fn debug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     } else {
         subcommand_syntax_error(ctx, args);
     }
+}
+
+/// The `SET-... <0|1>` subcommands: any non-zero integer turns the server's switch on,
+/// anything else off (Redis reads the argument with atoi).
+fn set_switch(
+    ctx: &mut Ctx<'_, '_>,
+    switch: fn(&crate::server::Server) -> &std::sync::atomic::AtomicBool,
+    arg: &[u8],
+) {
+    let on = parse_i64(arg).unwrap_or(0) != 0;
+    switch(ctx.server).store(on, Ordering::Relaxed);
+    ctx.reply.ok();
 }
 
 fn debug_help(ctx: &mut Ctx<'_, '_>) {

@@ -102,18 +102,11 @@ pub fn open_at_start(server: &Arc<Server>) -> anyhow::Result<()> {
     } else {
         create_fresh(server, &dir, &name)?
     };
-    // Load: the base, then every incremental file in order.
-    let mut base_size = 0;
-    if let Some(base) = &manifest.base {
-        let path = dir.join(&base.name);
-        base_size = file_size(&path);
-        replay::load_file(server, &path, false)?;
-    }
-    let count = manifest.incrs.len();
-    for (index, incr) in manifest.incrs.iter().enumerate() {
-        let path = dir.join(&incr.name);
-        replay::load_file(server, &path, index + 1 == count)?;
-    }
+    let base_size = manifest
+        .base
+        .as_ref()
+        .map_or(0, |base| file_size(&dir.join(&base.name)));
+    load_files(server, &dir, &manifest)?;
     // Append to the last incremental file, or start one.
     let current = match manifest.incrs.last() {
         Some(last) => dir.join(&last.name),
@@ -179,18 +172,22 @@ pub fn reload(server: &Server) -> anyhow::Result<()> {
         return Ok(());
     };
     server.keyspace.set_loading(true);
-    let loaded = (|| {
-        if let Some(base) = &manifest.base {
-            replay::load_file(server, &dir.join(&base.name), false)?;
-        }
-        let count = manifest.incrs.len();
-        for (index, incr) in manifest.incrs.iter().enumerate() {
-            replay::load_file(server, &dir.join(&incr.name), index + 1 == count)?;
-        }
-        anyhow::Ok(())
-    })();
+    let loaded = load_files(server, &dir, &manifest);
     server.keyspace.set_loading(false);
     loaded
+}
+
+/// Loads the files a manifest names: the base, then every incremental file in order (only
+/// the last may have a torn tail).
+fn load_files(server: &Server, dir: &Path, manifest: &Manifest) -> anyhow::Result<()> {
+    if let Some(base) = &manifest.base {
+        replay::load_file(server, &dir.join(&base.name), false)?;
+    }
+    let count = manifest.incrs.len();
+    for (index, incr) in manifest.incrs.iter().enumerate() {
+        replay::load_file(server, &dir.join(&incr.name), index + 1 == count)?;
+    }
+    Ok(())
 }
 
 /// The lines redis-server logs for a manifest it cannot read (its reason in its words).
