@@ -115,6 +115,9 @@ fn sender() -> &'static Mutex<Sender<Garbage>> {
         std::thread::Builder::new()
             .name("lazyfree".into())
             .spawn(move || {
+                if let Some(on_start) = ON_START.get() {
+                    on_start();
+                }
                 for (garbage, objects) in rx {
                     drop(garbage);
                     if let Some(after_free) = AFTER_FREE.get() {
@@ -132,6 +135,13 @@ fn sender() -> &'static Mutex<Sender<Garbage>> {
 /// What the thread calls after each free (the server hands back the allocator's
 /// thread cache, so that `used_memory` drops at once).
 static AFTER_FREE: OnceLock<fn()> = OnceLock::new();
+static ON_START: OnceLock<fn()> = OnceLock::new();
+
+/// Sets what the lazyfree thread calls first (the server registers it with its memory
+/// counters). Set before the first free is handed over; later calls are ignored.
+pub fn set_on_start(f: fn()) {
+    let _ = ON_START.set(f);
+}
 
 /// Sets what the thread calls after each free (once; later calls change nothing).
 pub fn set_after_free(f: fn()) {

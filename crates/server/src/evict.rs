@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use latch_keyspace::{EvictionCandidate, Keyspace};
 use rand::Rng;
 
-use crate::commands::info::{used_memory_now, used_memory_recent};
+use crate::commands::info::used_memory_now;
 use crate::pubsub::notify;
 use crate::server::Server;
 
@@ -58,24 +58,43 @@ impl Policy {
     }
 }
 
+/// What a call to [`perform`] left (Redis' `EVICT_OK`, `EVICT_RUNNING`, `EVICT_FAIL`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Under the limit, or no limit.
+    Under,
+    /// Still over, but keys were evicted and more can be: the call ran out of time and the
+    /// next one goes on. A command that grows memory is let through, as Redis does.
+    Running,
+    /// Over the limit with nothing (more) to evict: the policy is `noeviction`, no key fits
+    /// it, or this thread may not evict now (it holds shard locks, or a script runs).
+    /// Commands that grow memory are refused.
+    Failed,
+}
+
 /// Evicts keys while `used_memory` is over `maxmemory` (see the module's description).
-/// Does nothing when no limit is set or the server is under it (one cached reading), on a
-/// thread that holds shard locks, or while a script runs.
-pub fn perform(server: &Server) {
+/// Does nothing when no limit is set or the server is under it, on a thread that holds
+/// shard locks, or while a script runs.
+pub fn perform(server: &Server) -> Outcome {
     let limit = server.config.maxmemory();
-    if limit == 0 || used_memory_recent() <= limit {
-        return;
+    if limit == 0 {
+        return Outcome::Under;
+    }
+    // What lagging replicas hold is not evicted for (it would not come back).
+    let limit = limit.saturating_add(server.persistence.feed.memory().beyond_backlog);
+    if used_memory_now() <= limit {
+        return Outcome::Under;
     }
     if Keyspace::thread_holds_shards() || server.scripting.run.is_running() {
-        return;
+        return Outcome::Failed;
     }
-    evict_until(server, limit);
+    evict_until(server, limit)
 }
 
 #[cold]
-fn evict_until(server: &Server, limit: u64) {
+fn evict_until(server: &Server, limit: u64) -> Outcome {
     let Some(policy) = Policy::parse(&server.config.maxmemory_policy()) else {
-        return;
+        return Outcome::Failed;
     };
     let samples = server.config.get_i64("maxmemory-samples").max(1) as usize;
     let started = Instant::now();
@@ -93,20 +112,19 @@ fn evict_until(server: &Server, limit: u64) {
             _ => {
                 handed_over_at = None;
                 let Some(candidate) = choose(&server.keyspace, policy, samples) else {
-                    return;
+                    return Outcome::Failed;
                 };
                 evict(server, candidate);
-                // The freed blocks sit in this thread's cache, still counted as used.
-                crate::jemalloc::flush_thread_cache();
                 if latch_keyspace::lazyfree::pending() > pending {
                     handed_over_at = Some(pending);
                 }
             }
         }
         if started.elapsed() >= TIME_BUDGET {
-            return;
+            return Outcome::Running;
         }
     }
+    Outcome::Under
 }
 
 /// Draws `samples` candidates, shard after shard from a random one, and picks the one the
@@ -136,7 +154,8 @@ fn choose(keyspace: &Keyspace, policy: Policy, samples: usize) -> Option<Evictio
     }
 }
 
-/// Removes one key, under its shard lock, with everything a removal reports.
+/// Removes one key, under its shard lock, with everything a removal reports (clients that
+/// track it are told).
 fn evict(server: &Server, candidate: EvictionCandidate) {
     let EvictionCandidate { db, key, .. } = candidate;
     let mut view = server.keyspace.lock_keys(&[&key[..]]);
@@ -144,6 +163,9 @@ fn evict(server: &Server, candidate: EvictionCandidate) {
         return;
     }
     view.signal_modified(db, &key);
+    // Invalidated here rather than after a command: no command ran.
+    drop(view.tracked.take());
+    server.tracking.evicted(server, &key);
     server.persistence.log_expired(&[(db, key.clone())]);
     server.stats.evicted_keys.fetch_add(1, Ordering::Relaxed);
     let flags = server.pubsub.notify_flags();

@@ -385,6 +385,13 @@ fn dispatch(
         reject(server, client, reply, Some(command), args, err::OOM);
         return Outcome::Done;
     }
+    if client.shared.outbox.queued() > 0
+        && !matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skip)
+    {
+        // What eviction just told this client (it tracked an evicted key) goes before the
+        // reply, as in Redis, which evicts before it runs the command.
+        client.shared.outbox.take_into(reply.buffer());
+    }
     if !link && !server.enough_replicas() && writes(client, command) {
         reject(server, client, reply, Some(command), args, err::NOREPLICAS);
         return Outcome::Done;
@@ -651,9 +658,10 @@ fn queue_has(client: &Client, test: impl Fn(&CommandSpec) -> bool) -> bool {
     })
 }
 
-/// Over `maxmemory`, Redis refuses commands that may grow memory (`denyoom`, an EXEC that
-/// holds one) and, inside MULTI, anything but EXEC, DISCARD, QUIT and RESET: a queue can
-/// grow without bound.
+/// Evicts before every command while over `maxmemory`, as Redis does (memory can grow
+/// without a write: clients' buffers), and refuses, when nothing more could be evicted,
+/// commands that may grow memory (`denyoom`, an EXEC that holds one) and, inside MULTI,
+/// anything but EXEC, DISCARD, QUIT and RESET: a queue can grow without bound.
 fn refused_for_memory(server: &Server, client: &Client, command: &Command) -> bool {
     if server.config.maxmemory() == 0 {
         return false;
@@ -665,13 +673,7 @@ fn refused_for_memory(server: &Server, client: &Client, command: &Command) -> bo
         command.spec.has_flag(flag::DENYOOM)
             || (client.multi.is_some() && !special.oom_exempt_in_multi.contains(&command.id))
     };
-    if !grows {
-        return false;
-    }
-    // Keys go first when the policy allows it (Redis evicts before every command; here
-    // before those that may need room).
-    crate::evict::perform(server);
-    server.out_of_memory()
+    crate::evict::perform(server) == crate::evict::Outcome::Failed && grows
 }
 
 /// How long a command waits on its thread (spinning and yielding) for a script running on

@@ -85,8 +85,10 @@ fn main() {
             "more io-threads than cores: workers will take turns on a core"
         );
     }
+    latch_server::jemalloc::register_thread();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
+        .on_thread_start(latch_server::jemalloc::register_thread)
         .disable_lifo_slot()
         .enable_all()
         .build()

@@ -381,6 +381,15 @@ impl Limits {
         }
     }
 
+    /// How much input may wait unparsed, read while replies waited for room: the query
+    /// buffer limit (Redis' default, 1 GiB, when none is known).
+    fn read_ahead(&self) -> usize {
+        match self.query {
+            0 => 1 << 30,
+            limit => limit.min(usize::MAX as u64) as usize,
+        }
+    }
+
     /// The output limit of the client's class: pubsub while it subscribes to something.
     fn output_for(&self, client: &Client) -> &BufferLimit {
         if client.subscriptions.any() {
@@ -436,6 +445,8 @@ struct Buffers {
     /// When the unwritten replies first reached the soft output limit, while they stay
     /// over it.
     soft_limit_since: Option<tokio::time::Instant>,
+    /// Input came in while replies waited for room ([`ReadAhead`]) and is not parsed yet.
+    read_ahead: bool,
 }
 
 impl Buffers {
@@ -569,6 +580,7 @@ where
         reply_peak: 0,
         last_review: Tick::now(),
         soft_limit_since: None,
+        read_ahead: false,
     };
     // The batch's table entries, when it has more than one command (`gate::prefetch`).
     let mut found: Vec<Option<&'static crate::table::Command>> = vec![None; MAX_BATCH];
@@ -583,87 +595,92 @@ where
             ref mut reply,
             ref mut parser,
             ref mut batch,
+            ref mut read_ahead,
             ..
         } = buffers;
-        // A big argument in flight: make room for all of it at once (see
-        // MAX_UPFRONT_RESERVE).
-        let wanted = parser.pending_bulk_len().map_or(READ_CHUNK, |n| {
-            (n.min(usize::MAX as u64) as usize).clamp(READ_CHUNK, MAX_UPFRONT_RESERVE)
-        });
-        if input.capacity() - input.len() < wanted / 2 {
-            input.reserve(wanted);
-            *input_allocation = input.capacity();
-        }
-        let mut room = bytes::BufMut::limit(&mut *input, wanted.max(MAX_READ));
-        let is_monitor = monitor.is_some();
-        // Monitors and subscribers wait for what others send them: no idle timeout.
-        let times_out =
-            !limits.idle_timeout.is_zero() && !is_monitor && !client.subscriptions.any();
-        // A client others send messages to lets them write to its socket while it waits.
-        let mut idle = IdleOutbox::enter(
-            &shared.outbox,
-            shared.fd,
-            client.subscriptions.any() || client.tracking.on,
-        );
-        let read = tokio::select! {
-            biased;
-            interrupted = &mut interrupt => {
-                idle.leave();
-                if interrupted {
-                    break 'connection;
-                }
-                // The cron found the client idle: give its buffers back.
-                shared.trim_requested.store(false, Ordering::Relaxed);
-                if shared.idle_s() >= IDLE_BUFFERS_AFTER_S {
-                    buffers.release_idle();
-                    buffers.account(server, client);
-                }
-                interrupt.set(interruption(&shared, server, true));
-                continue;
+        // Input read while the last replies waited for room is parsed before reading
+        // more (the socket may have nothing further to give).
+        if !std::mem::take(read_ahead) {
+            // A big argument in flight: make room for all of it at once (see
+            // MAX_UPFRONT_RESERVE).
+            let wanted = parser.pending_bulk_len().map_or(READ_CHUNK, |n| {
+                (n.min(usize::MAX as u64) as usize).clamp(READ_CHUNK, MAX_UPFRONT_RESERVE)
+            });
+            if input.capacity() - input.len() < wanted / 2 {
+                input.reserve(wanted);
+                *input_allocation = input.capacity();
             }
-            read = stream.read_buf(&mut room) => {
-                idle.leave();
-                read
-            }
-            line = recv_monitor(&mut monitor), if is_monitor => {
-                idle.leave();
-                if let Some(line) = line {
-                    if stream.write_all(&line).await.is_err() {
+            let mut room = bytes::BufMut::limit(&mut *input, wanted.max(MAX_READ));
+            let is_monitor = monitor.is_some();
+            // Monitors and subscribers wait for what others send them: no idle timeout.
+            let times_out =
+                !limits.idle_timeout.is_zero() && !is_monitor && !client.subscriptions.any();
+            // A client others send messages to lets them write to its socket while it waits.
+            let mut idle = IdleOutbox::enter(
+                &shared.outbox,
+                shared.fd,
+                client.subscriptions.any() || client.tracking.on,
+            );
+            let read = tokio::select! {
+                biased;
+                interrupted = &mut interrupt => {
+                    idle.leave();
+                    if interrupted {
                         break 'connection;
                     }
+                    // The cron found the client idle: give its buffers back.
+                    shared.trim_requested.store(false, Ordering::Relaxed);
+                    if shared.idle_s() >= IDLE_BUFFERS_AFTER_S {
+                        buffers.release_idle();
+                        buffers.account(server, client);
+                    }
+                    interrupt.set(interruption(&shared, server, true));
+                    continue;
                 }
-                continue;
-            }
-            _ = &mut outbox_ready => {
-                idle.leave();
-                outbox_ready.set(shared.outbox.ready());
-                if connections_are_ready() {
-                    // Publishers queued behind us may add to what we are about to write:
-                    // let them run first, and write it all at once (each write to a
-                    // sleeping reader wakes it).
-                    tokio::task::yield_now().await;
+                read = stream.read_buf(&mut room) => {
+                    idle.leave();
+                    read
                 }
-                shared.outbox.take_into(reply.buffer());
-                let output_limit = limits.output_for(client);
-                if !flush(server, client, stream, reply, output_limit, &mut buffers.soft_limit_since, None).await {
+                line = recv_monitor(&mut monitor), if is_monitor => {
+                    idle.leave();
+                    if let Some(line) = line {
+                        if stream.write_all(&line).await.is_err() {
+                            break 'connection;
+                        }
+                    }
+                    continue;
+                }
+                _ = &mut outbox_ready => {
+                    idle.leave();
+                    outbox_ready.set(shared.outbox.ready());
+                    if connections_are_ready() {
+                        // Publishers queued behind us may add to what we are about to write:
+                        // let them run first, and write it all at once (each write to a
+                        // sleeping reader wakes it).
+                        tokio::task::yield_now().await;
+                    }
+                    shared.outbox.take_into(reply.buffer());
+                    let output_limit = limits.output_for(client);
+                    if !flush(server, client, stream, reply, output_limit, &mut buffers.soft_limit_since, None, None).await {
+                        break 'connection;
+                    }
+                    continue;
+                }
+                _ = idle_timeout(limits.idle_timeout), if times_out => {
+                    idle.leave();
+                    debug!(id, "closing idle client");
                     break 'connection;
                 }
-                continue;
-            }
-            _ = idle_timeout(limits.idle_timeout), if times_out => {
-                idle.leave();
-                debug!(id, "closing idle client");
-                break 'connection;
-            }
-        };
-        match read {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                crate::busy_poll::input_arrived();
-                server
-                    .stats
-                    .net_input_bytes
-                    .fetch_add(n as u64, Ordering::Relaxed);
+            };
+            match read {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    crate::busy_poll::input_arrived();
+                    server
+                        .stats
+                        .net_input_bytes
+                        .fetch_add(n as u64, Ordering::Relaxed);
+                }
             }
         }
         if client.shared.is_killed() {
@@ -770,7 +787,10 @@ where
                     reading = None;
                     let (peak, soft_since) =
                         (&mut buffers.reply_peak, &mut buffers.soft_limit_since);
-                    if !flush_batch(server, client, stream, reply, &limits, peak, soft_since).await
+                    if !flush_batch(
+                        server, client, stream, reply, &limits, peak, soft_since, None,
+                    )
+                    .await
                     {
                         break 'connection;
                     }
@@ -815,7 +835,10 @@ where
                     // Answer what came before, then wait; later input stays buffered.
                     let (peak, soft_since) =
                         (&mut buffers.reply_peak, &mut buffers.soft_limit_since);
-                    if !flush_batch(server, client, stream, reply, &limits, peak, soft_since).await
+                    if !flush_batch(
+                        server, client, stream, reply, &limits, peak, soft_since, None,
+                    )
+                    .await
                     {
                         break 'connection;
                     }
@@ -836,7 +859,22 @@ where
                     deferred.wake_all();
                     let (peak, soft_since) =
                         (&mut buffers.reply_peak, &mut buffers.soft_limit_since);
-                    if !flush_batch(server, client, stream, reply, &limits, peak, soft_since).await
+                    let ahead = ReadAhead {
+                        input: &mut *input,
+                        limit: limits.read_ahead(),
+                        read: &mut *read_ahead,
+                    };
+                    if !flush_batch(
+                        server,
+                        client,
+                        stream,
+                        reply,
+                        &limits,
+                        peak,
+                        soft_since,
+                        Some(ahead),
+                    )
+                    .await
                     {
                         break 'connection;
                     }
@@ -894,6 +932,11 @@ where
             deferred.wake_all();
             tokio::task::yield_now().await;
         }
+        let ahead = ReadAhead {
+            input: &mut buffers.input,
+            limit: limits.read_ahead(),
+            read: &mut buffers.read_ahead,
+        };
         if !flush(
             server,
             client,
@@ -902,6 +945,7 @@ where
             limits.output_for(client),
             &mut buffers.soft_limit_since,
             Some(&mut deferred),
+            Some(ahead),
         )
         .await
         {
@@ -926,7 +970,8 @@ where
 
 /// Writes the replies made so far in the middle of a batch (before a blocking wait, or when
 /// they grew past `REPLY_FLUSH_AT`), noting how much the reply buffer held for its review.
-async fn flush_batch<W: AsyncWrite + Unpin>(
+#[allow(clippy::too_many_arguments)]
+async fn flush_batch<W: AsyncRead + AsyncWrite + Unpin>(
     server: &Server,
     client: &mut Client,
     writer: &mut W,
@@ -934,6 +979,7 @@ async fn flush_batch<W: AsyncWrite + Unpin>(
     limits: &Limits,
     reply_peak: &mut usize,
     soft_since: &mut Option<tokio::time::Instant>,
+    ahead: Option<ReadAhead<'_>>,
 ) -> bool {
     *reply_peak = (*reply_peak).max(reply.len());
     flush(
@@ -944,6 +990,7 @@ async fn flush_batch<W: AsyncWrite + Unpin>(
         limits.output_for(client),
         soft_since,
         None,
+        ahead,
     )
     .await
 }
@@ -1175,7 +1222,7 @@ async fn run_held<S: AsyncRead + AsyncWrite + Unpin>(
     loop {
         let (reply_peak, soft_since) = (&mut *io.reply_peak, &mut *io.soft_since);
         if !flush_batch(
-            server, client, stream, io.reply, io.limits, reply_peak, soft_since,
+            server, client, stream, io.reply, io.limits, reply_peak, soft_since, None,
         )
         .await
         {
@@ -1444,7 +1491,8 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 /// client was killed (or the server shuts down) while its replies waited for room in the
 /// socket, or they stayed over the soft output limit (`limit`) for longer than it allows.
 /// `soft_since` is when they first reached that limit.
-async fn flush<W: AsyncWrite + Unpin>(
+#[allow(clippy::too_many_arguments)]
+async fn flush<W: AsyncRead + AsyncWrite + Unpin>(
     server: &Server,
     client: &mut Client,
     writer: &mut W,
@@ -1452,6 +1500,7 @@ async fn flush<W: AsyncWrite + Unpin>(
     limit: &BufferLimit,
     soft_since: &mut Option<tokio::time::Instant>,
     deferred: Option<&mut crate::pubsub::Deferred>,
+    ahead: Option<ReadAhead<'_>>,
 ) -> bool {
     // Logged writes reach the AOF file (and the disk under `appendfsync always`) before
     // their replies leave.
@@ -1490,14 +1539,37 @@ async fn flush<W: AsyncWrite + Unpin>(
     if let Some(deferred) = deferred {
         deferred.wake_all();
     }
-    flush_rest(server, client, writer, buffer, written, limit, soft_since).await
+    flush_rest(
+        server, client, writer, buffer, written, limit, soft_since, ahead,
+    )
+    .await
+}
+
+/// Where input read while replies wait for room goes. A client that writes a whole
+/// pipeline before it reads any reply (redis-py's `execute`, Redis' own tests) would
+/// otherwise wait on the server while the server waits on it, once both directions' socket
+/// buffers are full; Redis keeps reading and buffers the replies, Latch keeps reading and
+/// buffers the requests, up to the query buffer limit.
+pub(crate) struct ReadAhead<'a> {
+    input: &'a mut BytesMut,
+    /// Reading stops once the input holds this much.
+    limit: usize,
+    /// Set when anything was read.
+    read: &'a mut bool,
+}
+
+/// What a wait for room in the socket saw first.
+enum Io {
+    Wrote(std::io::Result<usize>),
+    Read(std::io::Result<usize>),
 }
 
 /// The rest of [`flush`], when the socket did not take everything at once: the client
 /// does not read (or not fast enough). Waits for room, a kill, or the end of the time the
 /// soft output limit allows.
 #[inline(never)]
-async fn flush_rest<W: AsyncWrite + Unpin>(
+#[allow(clippy::too_many_arguments)]
+async fn flush_rest<W: AsyncRead + AsyncWrite + Unpin>(
     server: &Server,
     client: &mut Client,
     writer: &mut W,
@@ -1505,6 +1577,7 @@ async fn flush_rest<W: AsyncWrite + Unpin>(
     mut written: usize,
     limit: &BufferLimit,
     soft_since: &mut Option<tokio::time::Instant>,
+    mut ahead: Option<ReadAhead<'_>>,
 ) -> bool {
     let finished = loop {
         if written == buffer.len() {
@@ -1547,12 +1620,50 @@ async fn flush_rest<W: AsyncWrite + Unpin>(
                 + allowed
                 + Duration::from_millis(1)
         });
+        // Room in the socket, or input to read ahead, whichever comes first.
+        let io = std::future::poll_fn(|cx| {
+            use std::task::Poll;
+            if let Poll::Ready(result) =
+                std::pin::Pin::new(&mut *writer).poll_write(cx, &buffer[written..])
+            {
+                return Poll::Ready(Io::Wrote(result));
+            }
+            if let Some(ahead) = ahead
+                .as_mut()
+                .filter(|ahead| ahead.input.len() < ahead.limit)
+            {
+                if ahead.input.capacity() - ahead.input.len() < READ_CHUNK / 2 {
+                    ahead.input.reserve(READ_CHUNK);
+                }
+                // A read_buf future is cancel-safe: made and dropped within one poll, it
+                // loses nothing.
+                let read = std::future::Future::poll(
+                    std::pin::pin!(writer.read_buf(&mut *ahead.input)),
+                    cx,
+                );
+                if let Poll::Ready(result) = read {
+                    return Poll::Ready(Io::Read(result));
+                }
+            }
+            Poll::Pending
+        });
         tokio::select! {
             _ = interrupted(&client.shared, server) => break false,
             _ = sleep_until(deadline) => {}
-            result = writer.write(&buffer[written..]) => match result {
-                Ok(0) | Err(_) => break false,
-                Ok(n) => written += n,
+            io = io => match io {
+                Io::Wrote(Ok(0) | Err(_)) => break false,
+                Io::Wrote(Ok(n)) => written += n,
+                // The client stopped sending (or its side failed): it may still read.
+                Io::Read(Ok(0) | Err(_)) => ahead = None,
+                Io::Read(Ok(n)) => {
+                    server
+                        .stats
+                        .net_input_bytes
+                        .fetch_add(n as u64, Ordering::Relaxed);
+                    if let Some(ahead) = ahead.as_mut() {
+                        *ahead.read = true;
+                    }
+                }
             },
         }
     };
@@ -1565,7 +1676,7 @@ async fn flush_rest<W: AsyncWrite + Unpin>(
 }
 
 /// Writes what is left before the connection closes (no output limit applies).
-async fn flush_all<W: AsyncWrite + Unpin>(
+async fn flush_all<W: AsyncRead + AsyncWrite + Unpin>(
     server: &Server,
     client: &mut Client,
     writer: &mut W,
@@ -1576,7 +1687,10 @@ async fn flush_all<W: AsyncWrite + Unpin>(
         soft_bytes: 0,
         soft_seconds: 0,
     };
-    flush(server, client, writer, reply, &unlimited, &mut None, None).await
+    flush(
+        server, client, writer, reply, &unlimited, &mut None, None, None,
+    )
+    .await
 }
 
 async fn recv_monitor(monitor: &mut Option<broadcast::Receiver<Bytes>>) -> Option<Bytes> {

@@ -62,11 +62,10 @@ pub struct Server {
 }
 
 impl Server {
-    /// Over `maxmemory` (when one is set): commands that may grow memory get OOM once
-    /// eviction (`crate::evict`, when the policy allows it) could not make room.
+    /// Evicts as the policy allows (`crate::evict`) and says whether the server is still
+    /// over `maxmemory` with nothing it may evict: commands that may grow memory get OOM.
     pub fn out_of_memory(&self) -> bool {
-        let limit = self.config.maxmemory();
-        limit != 0 && crate::commands::info::used_memory_recent() > limit
+        crate::evict::perform(self) == crate::evict::Outcome::Failed
     }
 
     /// Whether writes may go ahead under `min-replicas-to-write`: enough replicas
@@ -90,6 +89,7 @@ impl Server {
         let keyspace = Keyspace::new(databases, shards);
         keyspace.set_long_wait(wait_beside_runtime);
         latch_keyspace::lazyfree::set_after_free(crate::jemalloc::flush_thread_cache);
+        latch_keyspace::lazyfree::set_on_start(crate::jemalloc::register_thread);
         let now = keyspace.clock().now();
         let (monitor_feed, _) = broadcast::channel(MONITOR_BACKLOG);
         let pubsub = crate::pubsub::Hub::new();

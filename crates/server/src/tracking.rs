@@ -496,6 +496,15 @@ impl Tracking {
         self.broadcast(server);
     }
 
+    /// A key eviction removed (under its shard's lock): as [`Tracking::expired`], for one.
+    pub fn evicted(&self, server: &Server, key: &[u8]) {
+        if !server.keyspace.is_tracking() {
+            return;
+        }
+        self.invalidate_key(server, key, None, None, true);
+        self.broadcast(server);
+    }
+
     /// The clients' cron: keeps the table within `tracking-table-max-keys`.
     pub fn cron(&self, server: &Server) {
         if self.client_count() > 0 {

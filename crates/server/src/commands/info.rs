@@ -278,18 +278,13 @@ fn proc_kb(path: &str, key: &str) -> u64 {
 }
 
 pub fn memory_figures() -> MemoryFigures {
-    use tikv_jemalloc_ctl::{epoch, stats};
+    use tikv_jemalloc_ctl::stats;
     let rss_bytes = proc_kb("/proc/self/status", "VmRSS");
-    // jemalloc's statistics are refreshed by advancing its epoch.
-    let _ = epoch::advance();
-    let allocated = stats::allocated::read().unwrap_or(0) as u64;
+    // calibrate advances jemalloc's statistics epoch, refreshing the others too.
+    let allocated = crate::jemalloc::calibrate().or_else(crate::jemalloc::allocated_bytes);
     let active_bytes = stats::active::read().unwrap_or(0) as u64;
     let allocator_resident_bytes = stats::resident::read().unwrap_or(0) as u64;
-    let used_bytes = if allocated > 0 {
-        allocated
-    } else {
-        rss_bytes.max(1)
-    };
+    let used_bytes = allocated.unwrap_or_else(|| rss_bytes.max(1));
     let peak_bytes = PEAK_BYTES
         .fetch_max(used_bytes, Ordering::Relaxed)
         .max(used_bytes);
@@ -303,42 +298,14 @@ pub fn memory_figures() -> MemoryFigures {
     }
 }
 
-/// `used_memory`, read at most every `MEMORY_READ_EVERY_MS`: the maxmemory check runs on
-/// every command while a limit is set, and a fresh reading costs a file read.
-pub fn used_memory_recent() -> u64 {
-    const MEMORY_READ_EVERY_MS: u64 = 10;
-    let now_ms = memory_clock_ms();
-    let read_at = MEMORY_READ_AT_MS.load(Ordering::Relaxed);
-    if read_at == 0 || now_ms.saturating_sub(read_at) >= MEMORY_READ_EVERY_MS {
-        let used = memory_figures().used_bytes;
-        MEMORY_VALUE.store(used, Ordering::Relaxed);
-        MEMORY_READ_AT_MS.store(now_ms, Ordering::Relaxed);
-        return used;
-    }
-    MEMORY_VALUE.load(Ordering::Relaxed)
-}
-
-/// `used_memory` read now (jemalloc's count only, no /proc file), which
-/// [`used_memory_recent`] then returns: eviction follows what it frees.
+/// `used_memory` read now, cheaply enough for the maxmemory check before every command
+/// while a limit is set: the threads' counts (`crate::jemalloc::live_bytes`), or jemalloc's
+/// merged statistics when there are none.
 pub fn used_memory_now() -> u64 {
-    use tikv_jemalloc_ctl::{epoch, stats};
-    let _ = epoch::advance();
-    let used = match stats::allocated::read() {
-        Ok(allocated) if allocated > 0 => allocated as u64,
-        _ => memory_figures().used_bytes,
-    };
-    MEMORY_VALUE.store(used, Ordering::Relaxed);
-    MEMORY_READ_AT_MS.store(memory_clock_ms(), Ordering::Relaxed);
-    used
-}
-
-static MEMORY_READ_AT_MS: AtomicU64 = AtomicU64::new(0);
-static MEMORY_VALUE: AtomicU64 = AtomicU64::new(0);
-
-/// Milliseconds since the first memory reading, plus one (0 means never read).
-fn memory_clock_ms() -> u64 {
-    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
+    match crate::jemalloc::live_bytes().or_else(crate::jemalloc::allocated_bytes) {
+        Some(allocated) => allocated,
+        None => memory_figures().used_bytes,
+    }
 }
 
 /// Bytes as Redis' INFO shows them for humans: `967.43K`, `6.67M`, `512B`.
@@ -467,14 +434,11 @@ fn memory_section(server: &Server, out: &mut String) {
         "mem_fragmentation_bytes",
         memory.rss_bytes.saturating_sub(memory.used_bytes),
     );
-    for name in [
-        "mem_not_counted_for_evict",
-        "mem_replication_backlog",
-        "mem_total_replication_buffers",
-        "mem_clients_slaves",
-    ] {
-        field(out, name, 0);
-    }
+    let replication = server.persistence.feed.memory();
+    field(out, "mem_not_counted_for_evict", replication.beyond_backlog);
+    field(out, "mem_replication_backlog", replication.backlog);
+    field(out, "mem_total_replication_buffers", replication.total);
+    field(out, "mem_clients_slaves", replication.beyond_backlog);
     field(out, "mem_clients_normal", server.clients.memory());
     for name in ["mem_cluster_links", "mem_aof_buffer"] {
         field(out, name, 0);

@@ -157,7 +157,7 @@ pub fn write_rdb_into<W: Write>(
     writer.aux("ctime", now.wall_s().to_string().as_bytes())?;
     writer.aux(
         "used-mem",
-        crate::commands::info::used_memory_recent()
+        crate::commands::info::used_memory_now()
             .to_string()
             .as_bytes(),
     )?;

@@ -16,7 +16,7 @@
 //!   replicas shares one replication id and byte-exact offsets.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -31,6 +31,22 @@ pub struct Feed {
     active: AtomicBool,
     /// Set on a replica: only the primary's own bytes go in.
     proxy: AtomicBool,
+    /// What the backlog's buffer holds allocated, read without the lock ([`Feed::memory`]).
+    buffer_bytes: AtomicU64,
+    /// `repl-backlog-size` as last set.
+    backlog_size: AtomicU64,
+}
+
+/// The replication buffer's memory, as INFO memory and eviction count it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Memory {
+    /// The whole buffer (`mem_total_replication_buffers`).
+    pub total: u64,
+    /// The part `repl-backlog-size` accounts for (`mem_replication_backlog`).
+    pub backlog: u64,
+    /// What lagging replicas hold beyond it (`mem_clients_slaves`); Redis leaves it out of
+    /// the memory eviction counts (`mem_not_counted_for_evict`).
+    pub beyond_backlog: u64,
 }
 
 struct Inner {
@@ -94,7 +110,27 @@ impl Feed {
             }),
             active: AtomicBool::new(false),
             proxy: AtomicBool::new(false),
+            buffer_bytes: AtomicU64::new(0),
+            backlog_size: AtomicU64::new(1 << 20),
         }
+    }
+
+    /// The replication buffer's memory (no lock taken).
+    pub fn memory(&self) -> Memory {
+        let total = self.buffer_bytes.load(Ordering::Relaxed);
+        let backlog = total.min(self.backlog_size.load(Ordering::Relaxed));
+        Memory {
+            total,
+            backlog,
+            beyond_backlog: total - backlog,
+        }
+    }
+
+    fn note_memory(&self, inner: &Inner) {
+        self.buffer_bytes
+            .store(inner.backlog.capacity() as u64, Ordering::Relaxed);
+        self.backlog_size
+            .store(inner.backlog_size as u64, Ordering::Relaxed);
     }
 
     /// Whether writes are fed (a backlog exists).
@@ -114,6 +150,7 @@ impl Feed {
     pub fn activate(&self, backlog_size: usize) {
         let mut inner = self.inner.lock();
         inner.backlog_size = backlog_size.max(1);
+        self.note_memory(&inner);
         self.active.store(true, Ordering::Release);
     }
 
@@ -124,6 +161,7 @@ impl Feed {
         self.active.store(false, Ordering::Release);
         inner.backlog = VecDeque::new();
         inner.db = None;
+        self.note_memory(&inner);
     }
 
     /// Feeds only what [`Feed::append_raw`] gives (a replica), or the commits (a primary).
@@ -135,6 +173,7 @@ impl Feed {
         let mut inner = self.inner.lock();
         inner.backlog_size = size.max(1);
         trim(&mut inner);
+        self.note_memory(&inner);
     }
 
     /// Restarts the stream at `offset` with an empty backlog (a replica that loaded its
@@ -144,6 +183,7 @@ impl Feed {
         inner.backlog.clear();
         inner.end = offset;
         inner.db = None;
+        self.note_memory(&inner);
     }
 
     /// The next commit selects its database again (a new history starts here).
@@ -199,6 +239,7 @@ impl Feed {
         scratch.clear();
         crate::persistence::aof::encode_entries(scratch, db, entries, atomic);
         push_scratch(&mut inner);
+        self.note_memory(&inner);
         inner.end
     }
 
@@ -208,6 +249,7 @@ impl Feed {
         inner.scratch.clear();
         latch_persist::aof::encode_command(&mut inner.scratch, args);
         push_scratch(&mut inner);
+        self.note_memory(&inner);
     }
 
     /// Appends bytes as they came from this replica's primary; `db`: the database its
@@ -218,6 +260,7 @@ impl Feed {
         inner.backlog.extend(bytes);
         inner.end += bytes.len() as u64;
         after_append(&mut inner);
+        self.note_memory(&inner);
     }
 
     /// Registers a reader that starts at offset `from` (the next byte it needs); `None`
@@ -251,6 +294,7 @@ impl Feed {
         let mut inner = self.inner.lock();
         inner.readers.retain(|reader| reader.id != id);
         trim(&mut inner);
+        self.note_memory(&inner);
     }
 
     /// Copies up to `max` bytes the reader has not had yet into `out`.
@@ -276,6 +320,7 @@ impl Feed {
             out.extend_from_slice(&b[wanted.start.saturating_sub(a.len())..wanted.end - a.len()]);
         }
         trim(&mut inner);
+        self.note_memory(&inner);
         Read::Bytes(count)
     }
 }
@@ -317,7 +362,8 @@ fn after_append(inner: &mut Inner) {
     trim(inner);
 }
 
-/// Keeps `backlog_size` bytes, and whatever a reader not dropped still needs.
+/// Keeps `backlog_size` bytes, and whatever a reader not dropped still needs; gives back
+/// the room a lagging reader made it take once the buffer holds under a quarter of it.
 fn trim(inner: &mut Inner) {
     let len = inner.backlog.len() as u64;
     let first = inner.end + 1 - len;
@@ -331,7 +377,14 @@ fn trim(inner: &mut Inner) {
         let drop = ((keep_from - first) as usize).min(inner.backlog.len());
         inner.backlog.drain(..drop);
     }
+    let keep = inner.backlog.len().max(inner.backlog_size);
+    if inner.backlog.capacity() > 4 * keep.max(SHRINK_ABOVE) {
+        inner.backlog.shrink_to(2 * keep);
+    }
 }
+
+/// A buffer this small is not given back.
+const SHRINK_ABOVE: usize = 1 << 20;
 
 #[cfg(test)]
 mod tests {

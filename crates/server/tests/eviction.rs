@@ -1,0 +1,181 @@
+//! Eviction under `maxmemory` as a cache uses it (Redis' evict.c is the reference): writes
+//! over the limit evict keys instead of failing, the limit holds, the policy picks which
+//! keys, and what an eviction must tell (tracking clients) is told. Also a client that
+//! writes its whole pipeline before reading a reply, which kept eviction's suite waiting.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{check, TestServer};
+
+fn info_field(c: &mut redis::Connection, section: &str, name: &str) -> u64 {
+    let text: String = redis::cmd("INFO").arg(section).query(c).expect("INFO");
+    let prefix = format!("{name}:");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+        .trim()
+        .parse()
+        .expect("a number")
+}
+
+/// Sets the limit to what is used now plus `room` bytes, with `policy`.
+fn limit_above_now(c: &mut redis::Connection, room: u64, policy: &str) -> u64 {
+    let limit = info_field(c, "memory", "used_memory") + room;
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory-policy")
+        .arg(policy)
+        .arg("maxmemory")
+        .arg(limit)
+        .query(c)
+        .expect("CONFIG SET");
+    limit
+}
+
+#[test]
+fn a_cache_over_its_limit_evicts_instead_of_refusing() {
+    for policy in ["allkeys-lru", "allkeys-lfu", "allkeys-random"] {
+        let server = TestServer::start(&[]);
+        // One connection for everything: each new one takes buffers, counted as used.
+        let mut c = server.client();
+        let limit = limit_above_now(&mut c, 2 << 20, policy);
+        // 16 MiB of values through a 2 MiB room: every write succeeds.
+        let value = vec![b'v'; 1024];
+        for i in 0..16_384 {
+            let _: () = redis::cmd("SET")
+                .arg(format!("key:{i}"))
+                .arg(&value)
+                .query(&mut c)
+                .unwrap_or_else(|e| panic!("{policy}: SET {i} refused: {e}"));
+        }
+        let used = info_field(&mut c, "memory", "used_memory");
+        // Redis' own test allows 4 KiB over; one more value may be in flight.
+        assert!(
+            used < limit + 8192,
+            "{policy}: used {used} over limit {limit}"
+        );
+        let evicted = info_field(&mut c, "stats", "evicted_keys");
+        let keys: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+        assert!(evicted > 10_000, "{policy}: evicted {evicted}");
+        assert_eq!(
+            keys + evicted,
+            16_384,
+            "{policy}: every key kept or evicted"
+        );
+    }
+}
+
+#[test]
+fn volatile_policies_evict_only_keys_with_a_ttl() {
+    let server = TestServer::start(&[]);
+    let mut c = server.client();
+    let value = vec![b'v'; 1024];
+    for i in 0..200 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("keep:{i}"))
+            .arg(&value)
+            .query(&mut c)
+            .unwrap();
+    }
+    limit_above_now(&mut c, 1 << 20, "volatile-lru");
+    for i in 0..4096 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("ttl:{i}"))
+            .arg(&value)
+            .arg("EX")
+            .arg(1000)
+            .query(&mut c)
+            .unwrap_or_else(|e| panic!("SET with a TTL {i} refused: {e}"));
+    }
+    for i in 0..200 {
+        let exists: bool = redis::cmd("EXISTS")
+            .arg(format!("keep:{i}"))
+            .query(&mut c)
+            .unwrap();
+        assert!(exists, "keep:{i} has no TTL and was evicted");
+    }
+    assert!(info_field(&mut c, "stats", "evicted_keys") > 2000);
+    // With no key it may evict, a write is refused, as Redis refuses it.
+    let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+    for i in 0..200 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("keep:{i}"))
+            .arg(&value)
+            .query(&mut c)
+            .unwrap();
+    }
+    limit_above_now(&mut c, 64 << 10, "volatile-lru");
+    let refused = (0..2048).find_map(|i| {
+        redis::cmd("SET")
+            .arg(format!("more:{i}"))
+            .arg(&value)
+            .query::<()>(&mut c)
+            .err()
+    });
+    let error = refused.expect("a write over the limit with nothing to evict is refused");
+    assert_eq!(error.code(), Some("OOM"), "{error}");
+}
+
+#[test]
+fn an_evicted_key_is_invalidated_for_tracking_clients() {
+    let server = TestServer::start(&[]);
+    let mut c = server.raw();
+    check(&mut c, "SET tracked v", "+OK\r\n");
+    let mut tracker = common::resp3(&server);
+    check(&mut tracker, "CLIENT TRACKING on", "+OK\r\n");
+    check(&mut tracker, "GET tracked", "$1\r\nv\r\n");
+    check(&mut c, "CONFIG SET maxmemory-policy allkeys-lru", "+OK\r\n");
+    check(&mut c, "CONFIG SET maxmemory 1", "+OK\r\n");
+    check(&mut c, "DBSIZE", ":0\r\n");
+    // The push comes without the tracker sending anything.
+    let push = ">2\r\n$10\r\ninvalidate\r\n*1\r\n$7\r\ntracked\r\n";
+    assert_eq!(String::from_utf8_lossy(&tracker.read_n(push.len())), push);
+}
+
+/// A client that writes its whole pipeline before it reads a reply (redis-py's
+/// `execute`): once both directions' socket buffers are full, the server must go on
+/// reading, or each waits on the other for ever.
+#[test]
+fn a_client_that_reads_no_reply_until_it_sent_everything_is_served() {
+    let server = TestServer::start(&[]);
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    // 400,000 ECHOs of 64 bytes: about 36 MB of requests and 29 MB of replies, more than
+    // loopback sockets buffer either way.
+    const COUNT: usize = 400_000;
+    let payload = "p".repeat(64);
+    let request = format!("*2\r\n$4\r\nECHO\r\n$64\r\n{payload}\r\n");
+    let reply = format!("$64\r\n{payload}\r\n");
+    let mut writer = stream.try_clone().unwrap();
+    let (sent, sent_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let chunk = request.repeat(1000);
+        for _ in 0..COUNT / 1000 {
+            if writer.write_all(chunk.as_bytes()).is_err() {
+                return;
+            }
+        }
+        let _ = sent.send(());
+    });
+    sent_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the server stopped reading while its replies waited: both sides wait");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut expected = COUNT * reply.len();
+    let mut buffer = vec![0; 1 << 20];
+    let mut seen = Vec::new();
+    while expected > 0 {
+        let n = stream.read(&mut buffer).expect("replies");
+        assert!(n > 0, "the server closed the connection");
+        if seen.len() < reply.len() * 2 {
+            seen.extend_from_slice(&buffer[..n]);
+        }
+        expected = expected.checked_sub(n).expect("no more than the replies");
+    }
+    assert_eq!(&seen[..reply.len()], reply.as_bytes());
+}
