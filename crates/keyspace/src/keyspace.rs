@@ -288,7 +288,8 @@ pub mod record {
 pub struct EvictionCandidate {
     pub db: usize,
     pub key: Box<[u8]>,
-    /// Last access, in seconds on the keyspace clock ([`Slot::access_s`]).
+    /// Last access, in seconds on the keyspace clock ([`Slot::access_s`]), or under an LFU
+    /// policy the key's counter ([`crate::lfu`]).
     pub access_s: u32,
     pub deadline: Option<Deadline>,
 }
@@ -319,6 +320,9 @@ pub struct Keyspace {
     /// Set while some client tracks keys: views record what they change in
     /// [`Locked::tracked`]. Read (relaxed) only when a key changes.
     tracking: AtomicBool,
+    /// Set under an LFU eviction policy: keys' access fields hold LFU counters
+    /// ([`crate::lfu`]) instead of access times.
+    lfu: crate::lfu::Settings,
 }
 
 /// The bit of `Keyspace::expiry` set while loading; the others hold the hold's end.
@@ -411,7 +415,18 @@ impl Keyspace {
             long_wait: OnceLock::new(),
             expiry: AtomicU64::new(0),
             tracking: AtomicBool::new(false),
+            lfu: crate::lfu::Settings::default(),
         }
+    }
+
+    /// Keys count accesses for an LFU policy (`Some`), or keep their last access time.
+    pub fn set_lfu(&self, params: Option<crate::lfu::Params>) {
+        self.lfu.set(params);
+    }
+
+    /// The LFU settings while keys count accesses.
+    pub fn lfu(&self) -> Option<crate::lfu::Params> {
+        self.lfu.get()
     }
 
     /// Whether views record their changes in [`Locked::tracked`] (some client caches keys).
@@ -976,7 +991,12 @@ impl<'a> Locked<'a> {
         &mut self.shard_mut(shard).dbs[db]
     }
 
+    /// What a key written now gets in its access field: the time, or under an LFU policy a
+    /// new key's counter.
     fn access_stamp(&self) -> u32 {
+        if self.keyspace.lfu.get().is_some() {
+            return crate::lfu::pack(crate::lfu::minutes(self.now.wall_s()), crate::lfu::INIT);
+        }
         self.now.access_s()
     }
 
@@ -1055,7 +1075,15 @@ impl<'a> Locked<'a> {
             Found::Live(slot) => {
                 effects.hits += 1;
                 if touch {
-                    slot.set_access_s(stamp);
+                    match keyspace.lfu.get() {
+                        None => slot.set_access_s(stamp),
+                        Some(params) => slot.set_access_s(crate::lfu::touched(
+                            slot.access_s(),
+                            crate::lfu::minutes(now.wall_s()),
+                            params,
+                            crate::lfu::random_unit(),
+                        )),
+                    }
                 }
                 Some(slot)
             }
@@ -1096,14 +1124,17 @@ impl<'a> Locked<'a> {
         self.put_entry(db, key, Entry { value, deadline })
     }
 
-    /// Inserts a whole entry (value and deadline as given), accessed now.
+    /// Inserts a whole entry (value and deadline as given), accessed now. A replaced key
+    /// keeps its LFU counter, as in Redis.
     pub fn put_entry(&mut self, db: usize, key: &[u8], entry: Entry) -> bool {
         let stamp = self.access_stamp();
-        self.put_entry_accessed(db, key, entry, stamp)
+        let keep = self.keyspace.lfu.get().is_some();
+        self.insert_entry(db, key, entry, stamp, keep)
     }
 
-    /// Inserts a whole entry last accessed at `access_s` (seconds on the keyspace clock, as
-    /// [`Slot::access_s`] reports): RESTORE ... IDLETIME.
+    /// Inserts a whole entry with `access_s` in its access field (seconds on the keyspace
+    /// clock, as [`Slot::access_s`] reports, or an LFU counter, [`crate::lfu::pack`]):
+    /// RESTORE ... IDLETIME or FREQ.
     pub fn put_entry_accessed(
         &mut self,
         db: usize,
@@ -1111,8 +1142,21 @@ impl<'a> Locked<'a> {
         entry: Entry,
         access_s: u32,
     ) -> bool {
+        self.insert_entry(db, key, entry, access_s, false)
+    }
+
+    fn insert_entry(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        entry: Entry,
+        access_s: u32,
+        keep_access: bool,
+    ) -> bool {
         let hash = self.keyspace.hash(key);
-        let replaced = self.table_mut(db, hash).insert(hash, key, entry, access_s);
+        let replaced = self
+            .table_mut(db, hash)
+            .insert(hash, key, entry, access_s, keep_access);
         let had_deadline = replaced.as_ref().is_some_and(|old| old.deadline.is_some());
         if self.record != 0 || had_deadline {
             self.after_insert(db, hash, key, replaced.as_ref());

@@ -26,6 +26,7 @@ pub mod hash;
 pub mod incremental;
 pub mod keyspace;
 pub mod lazyfree;
+pub mod lfu;
 pub mod list;
 pub mod pack;
 pub mod set;

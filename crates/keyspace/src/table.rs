@@ -299,8 +299,16 @@ impl Table {
         passed
     }
 
-    /// Inserts or replaces a key, stamped with `access_s`; returns the entry it replaced.
-    pub fn insert(&mut self, hash: u64, key: &[u8], entry: Entry, access_s: u32) -> Option<Entry> {
+    /// Inserts or replaces a key, stamped with `access_s` (a replaced key keeps its own
+    /// when `keep_access`); returns the entry it replaced.
+    pub fn insert(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        entry: Entry,
+        access_s: u32,
+        keep_access: bool,
+    ) -> Option<Entry> {
         let index = self.segment_of(hash);
         let segment = &mut self.segments[index];
         let new_expires = entry.deadline.is_some() as usize;
@@ -308,7 +316,9 @@ impl Table {
             .table
             .find_mut(bucket_hash(hash), |slot| slot.key() == key)
         {
-            slot.set_access_s(access_s);
+            if !keep_access {
+                slot.set_access_s(access_s);
+            }
             let old = slot.replace(entry);
             let old_expires = old.deadline.is_some() as usize;
             segment.expires = segment.expires + new_expires - old_expires;
@@ -633,6 +643,7 @@ mod tests {
                 key.as_bytes(),
                 Entry::new(Value::Str(vec![1])),
                 0,
+                false,
             );
         }
         (t, keys)
@@ -720,7 +731,7 @@ mod tests {
                 // Writes during the scan force splits.
                 for key in new_keys.by_ref().take(5) {
                     let h = hash_of(key.as_bytes());
-                    t.insert(h, key.as_bytes(), Entry::new(Value::Str(vec![])), 0);
+                    t.insert(h, key.as_bytes(), Entry::new(Value::Str(vec![])), 0, false);
                 }
                 match next {
                     Some(c) => {
@@ -743,7 +754,7 @@ mod tests {
         let mut e = Entry::new(Value::Str(b"v".to_vec()));
         e.deadline = Deadline::after(n, 10);
         let h = hash_of(b"k");
-        t.insert(h, b"k", e, 0);
+        t.insert(h, b"k", e, 0, false);
         assert_eq!(t.expires(), 1);
         assert!(matches!(t.lookup(h, b"k", n), Found::Live(_)));
         let later = Now {
@@ -861,7 +872,7 @@ mod tests {
                             let value = Value::Str(vec![len; len as usize]);
                             let deadline = if timed { later } else { None };
                             let entry = Entry { value: value.clone(), deadline };
-                            let old = table.insert(hash_of(&key), &key, entry, 1);
+                            let old = table.insert(hash_of(&key), &key, entry, 1, false);
                             let expected = model.insert(key, (value, deadline));
                             prop_assert_eq!(old.map(|e| (e.value, e.deadline)), expected);
                         }

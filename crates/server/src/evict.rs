@@ -1,13 +1,13 @@
 //! Eviction under `maxmemory`, as `maxmemory-policy` asks (Redis' evict.c, simplified).
 //!
 //! When a limit is set and `used_memory` is over it, the gatekeeper calls [`perform`]
-//! before it runs a command that may grow memory (so that a write that would be refused
-//! for memory may go ahead once keys were removed), and CONFIG SET calls it when it changes
-//! the limit or the policy. Each round draws `maxmemory-samples` candidates at random from the shards
-//! (keys with a TTL only, for the `volatile-*` policies), removes the best one (the least
-//! recently used for `*-lru` and `*-lfu`, which Latch approximates by the access time as it
-//! keeps no frequency counter; the nearest deadline for `volatile-ttl`; any for
-//! `*-random`), and reads the allocator's count again. The removal happens under the key's
+//! before every command (so that a write that would be refused for memory may go ahead
+//! once keys were removed), and CONFIG SET calls it when it changes the limit or the
+//! policy. Each round draws `maxmemory-samples` candidates at random from the shards (keys
+//! with a TTL only, for the `volatile-*` policies), removes the best one (the least
+//! recently used for `*-lru`; the lowest LFU counter, `latch_keyspace::lfu`, for `*-lfu`;
+//! the nearest deadline for `volatile-ttl`; any for `*-random`), and reads the memory
+//! count again. The removal happens under the key's
 //! shard lock: a `DEL` is logged to the AOF, the `evicted` keyspace event goes out, WATCHers
 //! of the key fail, and INFO's `evicted_keys` counts it. A call stops once under the limit,
 //! when nothing can be evicted, or after [`TIME_BUDGET`]; the next command goes on.
@@ -15,7 +15,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use latch_keyspace::{EvictionCandidate, Keyspace};
+use latch_keyspace::{lfu, EvictionCandidate, Keyspace};
 use rand::Rng;
 
 use crate::commands::info::used_memory_now;
@@ -29,8 +29,10 @@ const TIME_BUDGET: Duration = Duration::from_millis(1);
 /// Which keys a policy may evict, and how it ranks them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Policy {
-    /// Least recently used first (`*-lru`, and `*-lfu` approximated).
+    /// Least recently used first (`*-lru`).
     Lru { volatile: bool },
+    /// Least frequently used first: the lowest LFU counter after its decay (`*-lfu`).
+    Lfu { volatile: bool },
     /// Nearest deadline first (`volatile-ttl`).
     Ttl,
     /// Any (`*-random`).
@@ -41,8 +43,10 @@ impl Policy {
     /// `None` for `noeviction`.
     fn parse(name: &str) -> Option<Policy> {
         Some(match name {
-            "allkeys-lru" | "allkeys-lfu" => Policy::Lru { volatile: false },
-            "volatile-lru" | "volatile-lfu" => Policy::Lru { volatile: true },
+            "allkeys-lru" => Policy::Lru { volatile: false },
+            "volatile-lru" => Policy::Lru { volatile: true },
+            "allkeys-lfu" => Policy::Lfu { volatile: false },
+            "volatile-lfu" => Policy::Lfu { volatile: true },
             "volatile-ttl" => Policy::Ttl,
             "allkeys-random" => Policy::Random { volatile: false },
             "volatile-random" => Policy::Random { volatile: true },
@@ -52,10 +56,34 @@ impl Policy {
 
     fn volatile(self) -> bool {
         match self {
-            Policy::Lru { volatile } | Policy::Random { volatile } => volatile,
+            Policy::Lru { volatile } | Policy::Lfu { volatile } | Policy::Random { volatile } => {
+                volatile
+            }
             Policy::Ttl => true,
         }
     }
+}
+
+/// Tells the keyspace whether keys count accesses (an LFU policy, with `lfu-log-factor`
+/// and `lfu-decay-time`) or keep access times: at start and whenever one of the three
+/// options changes. Switching reinterprets every key's field, as in Redis.
+pub fn apply_policy(server: &Server) {
+    let lfu = matches!(
+        Policy::parse(&server.config.maxmemory_policy()),
+        Some(Policy::Lfu { .. })
+    );
+    server.keyspace.set_lfu(lfu.then(|| {
+        lfu::Params {
+            log_factor: server
+                .config
+                .get_i64("lfu-log-factor")
+                .clamp(0, u32::MAX as i64) as u32,
+            decay_minutes: server
+                .config
+                .get_i64("lfu-decay-time")
+                .clamp(0, u32::MAX as i64) as u32,
+        }
+    }));
 }
 
 /// What a call to [`perform`] left (Redis' `EVICT_OK`, `EVICT_RUNNING`, `EVICT_FAIL`).
@@ -98,23 +126,39 @@ fn evict_until(server: &Server, limit: u64) -> Outcome {
     };
     let samples = server.config.get_i64("maxmemory-samples").max(1) as usize;
     let started = Instant::now();
+    let used = used_memory_now();
+    if used <= limit {
+        return Outcome::Under;
+    }
+    // As Redis does, what must go is fixed now and only what the removals themselves free
+    // counts against it: telling tracking clients, keyspace events and the logs take
+    // memory too, and counting that would evict on and on (the feedback loop of Redis'
+    // issue 8069).
+    let to_free = used - limit;
+    let mut freed = 0;
     // Lazy frees this loop handed over (lazyfree-lazy-eviction): while the thread has not
     // freed them their memory still counts, and evicting on would remove keys for memory
     // already on its way back; so the loop waits for the pending count to fall back to
-    // where it was before. (Frees others handed over, an UNLINK's, are not waited for.)
+    // where it was before, then looks at the whole count again. (Frees others handed over,
+    // an UNLINK's, are not waited for.)
     let mut handed_over_at: Option<u64> = None;
-    while used_memory_now() > limit {
+    while freed < to_free {
         let pending = latch_keyspace::lazyfree::pending();
         match handed_over_at {
             Some(before) if pending > before => {
                 std::thread::sleep(Duration::from_micros(50));
             }
-            _ => {
+            Some(_) => {
                 handed_over_at = None;
+                if used_memory_now() <= limit {
+                    return Outcome::Under;
+                }
+            }
+            None => {
                 let Some(candidate) = choose(&server.keyspace, policy, samples) else {
                     return Outcome::Failed;
                 };
-                evict(server, candidate);
+                freed += evict(server, candidate);
                 if latch_keyspace::lazyfree::pending() > pending {
                     handed_over_at = Some(pending);
                 }
@@ -148,6 +192,12 @@ fn choose(keyspace: &Keyspace, policy: Policy, samples: usize) -> Option<Evictio
     match policy {
         Policy::Random { .. } => pool.into_iter().next(),
         Policy::Lru { .. } => pool.into_iter().min_by_key(|c| c.access_s),
+        Policy::Lfu { .. } => {
+            let minute = lfu::minutes(now.wall_s());
+            let decay = keyspace.lfu().map_or(0, |params| params.decay_minutes);
+            pool.into_iter()
+                .min_by_key(|c| lfu::decayed(c.access_s, minute, decay))
+        }
         Policy::Ttl => pool
             .into_iter()
             .min_by_key(|c| c.deadline.map_or(i64::MAX, |d| d.remaining_ms(now))),
@@ -156,12 +206,15 @@ fn choose(keyspace: &Keyspace, policy: Policy, samples: usize) -> Option<Evictio
 
 /// Removes one key, under its shard lock, with everything a removal reports (clients that
 /// track it are told).
-fn evict(server: &Server, candidate: EvictionCandidate) {
+/// Returns the bytes the removal freed (0 when the key went meanwhile).
+fn evict(server: &Server, candidate: EvictionCandidate) -> u64 {
     let EvictionCandidate { db, key, .. } = candidate;
     let mut view = server.keyspace.lock_keys(&[&key[..]]);
+    let before = held_now();
     if !view.remove_stored_for(db, &key, latch_keyspace::lazyfree::Cause::Eviction) {
-        return;
+        return 0;
     }
+    let freed = before.saturating_sub(held_now());
     view.signal_modified(db, &key);
     // Invalidated here rather than after a command: no command ran.
     drop(view.tracked.take());
@@ -173,4 +226,11 @@ fn evict(server: &Server, candidate: EvictionCandidate) {
         notify::publish(server, flags, "evicted", &key, db);
     }
     drop(view);
+    freed.max(0) as u64
+}
+
+/// A reading to take differences of: the registered threads' count (no calibration can
+/// fall between two readings), else `used_memory`.
+fn held_now() -> i64 {
+    crate::jemalloc::threads_net().unwrap_or_else(|| used_memory_now() as i64)
 }

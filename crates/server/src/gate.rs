@@ -673,6 +673,12 @@ fn refused_for_memory(server: &Server, client: &Client, command: &Command) -> bo
         command.spec.has_flag(flag::DENYOOM)
             || (client.multi.is_some() && !special.oom_exempt_in_multi.contains(&command.id))
     };
+    // Clients over maxmemory-clients go before keys (their buffers may be what grew), as
+    // in Redis.
+    let clients_limit = crate::net::clients_memory_limit(server);
+    if clients_limit > 0 && server.clients.memory() >= clients_limit {
+        server.clients.evict_over(clients_limit);
+    }
     crate::evict::perform(server) == crate::evict::Outcome::Failed && grows
 }
 

@@ -117,7 +117,10 @@ static LEFT_NET: AtomicI64 = AtomicI64::new(0);
 /// Set once a thread registered: the counters exist.
 static COUNTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-fn threads_net() -> Option<i64> {
+/// What the registered threads hold now (allocated less freed, without the offset that
+/// makes it `used_memory`): the difference of two readings is what happened between them,
+/// on those threads.
+pub fn threads_net() -> Option<i64> {
     if !COUNTING.load(Ordering::Relaxed) {
         return None;
     }

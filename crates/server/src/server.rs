@@ -126,6 +126,7 @@ impl Server {
 
     /// Wraps the server in its `Arc` and remembers it (see [`Server::arc`]).
     pub fn into_arc(self) -> std::sync::Arc<Server> {
+        crate::evict::apply_policy(&self);
         let server = std::sync::Arc::new(self);
         let _ = server.self_ref.set(std::sync::Arc::downgrade(&server));
         server

@@ -179,3 +179,80 @@ fn a_client_that_reads_no_reply_until_it_sent_everything_is_served() {
     }
     assert_eq!(&seen[..reply.len()], reply.as_bytes());
 }
+
+#[test]
+fn lfu_policies_count_accesses_and_keep_the_hot_keys() {
+    let server = TestServer::start(&[]);
+    let mut c = server.raw();
+    check(&mut c, "SET k v", "+OK\r\n");
+    check(
+        &mut c,
+        "OBJECT FREQ k",
+        "-ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.\r\n",
+    );
+    check(&mut c, "CONFIG SET maxmemory-policy allkeys-lfu", "+OK\r\n");
+    check(&mut c, "SET fresh v", "+OK\r\n");
+    check(&mut c, "OBJECT FREQ fresh", ":5\r\n");
+    // With lfu-log-factor 0 every access counts.
+    check(&mut c, "CONFIG SET lfu-log-factor 0", "+OK\r\n");
+    for _ in 0..10 {
+        check(&mut c, "GET fresh", "$1\r\nv\r\n");
+    }
+    check(&mut c, "OBJECT FREQ fresh", ":15\r\n");
+    // Overwriting counts as an access and keeps the counter, as in Redis (5, 7 after two
+    // GETs, 8 after SET there); RESTORE ... FREQ sets it.
+    check(&mut c, "SET fresh w", "+OK\r\n");
+    check(&mut c, "OBJECT FREQ fresh", ":16\r\n");
+    let mut client = server.client();
+    let dump: Vec<u8> = redis::cmd("DUMP").arg("fresh").query(&mut client).unwrap();
+    let _: () = redis::cmd("RESTORE")
+        .arg("restored")
+        .arg(0)
+        .arg(dump)
+        .arg("FREQ")
+        .arg(100)
+        .query(&mut client)
+        .unwrap();
+    check(&mut c, "OBJECT FREQ restored", ":100\r\n");
+    check(
+        &mut c,
+        "OBJECT IDLETIME restored",
+        "-ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.\r\n",
+    );
+
+    // Under a limit, the keys read often stay while the cold ones go.
+    check(&mut c, "FLUSHALL", "+OK\r\n");
+    check(&mut c, "CONFIG SET lfu-log-factor 10", "+OK\r\n");
+    let value = vec![b'v'; 1024];
+    for i in 0..100 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("hot:{i}"))
+            .arg(&value)
+            .query(&mut client)
+            .unwrap();
+        for _ in 0..20 {
+            let _: Vec<u8> = redis::cmd("GET")
+                .arg(format!("hot:{i}"))
+                .query(&mut client)
+                .unwrap();
+        }
+    }
+    limit_above_now(&mut client, 1 << 20, "allkeys-lfu");
+    for i in 0..8192 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("cold:{i}"))
+            .arg(&value)
+            .query(&mut client)
+            .unwrap();
+    }
+    let hot_left = (0..100)
+        .filter(|i| {
+            redis::cmd("EXISTS")
+                .arg(format!("hot:{i}"))
+                .query::<bool>(&mut client)
+                .unwrap()
+        })
+        .count();
+    assert!(info_field(&mut client, "stats", "evicted_keys") > 6000);
+    assert!(hot_left >= 95, "only {hot_left} of 100 hot keys kept");
+}

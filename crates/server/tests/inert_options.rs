@@ -24,7 +24,7 @@ const INERT: &str = "
     cluster-replica-no-failover cluster-replica-validity-factor
     cluster-require-full-coverage crash-log-enabled crash-memcheck-enabled disable-thp
     dynamic-hz enable-module-command ignore-warnings io-threads-do-reads key-load-delay
-    lfu-decay-time lfu-log-factor loading-process-events-interval-bytes
+    loading-process-events-interval-bytes
     maxmemory-eviction-tenacity no-appendfsync-on-rewrite
     proc-title-template propagation-error-behavior rdb-del-sync-files rdb-key-save-delay
     rdb-save-incremental-fsync rdbchecksum rdbcompression repl-disable-tcp-nodelay
@@ -169,9 +169,9 @@ fn setting_an_inert_option_logs_a_warning_and_a_default_does_not() {
         // Inert, not at its default: warned of.
         "--maxmemory-eviction-tenacity",
         "20",
-        // Inert, at its default (written another way): no warning.
-        "--lfu-log-factor",
-        "10",
+        // Inert, at its default: no warning.
+        "--active-expire-effort",
+        "1",
         "--hash-max-listpack-value",
         "64b",
         // Acting: no warning.
@@ -185,7 +185,7 @@ fn setting_an_inert_option_logs_a_warning_and_a_default_does_not() {
         "{log}"
     );
     for quiet in [
-        "lfu-log-factor",
+        "active-expire-effort",
         "hash-max-listpack-value",
         "stream-node-max-entries",
     ] {

@@ -151,6 +151,9 @@ fn config_set(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
                     .iter()
                     .any(|(name, _)| name.eq_ignore_ascii_case(option.as_bytes()))
             };
+            if named("maxmemory-policy") || named("lfu-log-factor") || named("lfu-decay-time") {
+                crate::evict::apply_policy(ctx.server);
+            }
             if named("maxmemory") || named("maxmemory-policy") {
                 crate::evict::perform(ctx.server);
             }

@@ -86,6 +86,8 @@ struct Options {
     replace: bool,
     absolute: bool,
     idle_s: Option<i64>,
+    /// FREQ: the LFU counter the key starts with (under an LFU policy).
+    frequency: Option<u8>,
 }
 
 fn parse_options(ctx: &mut Ctx<'_, '_>, rest: &[Bytes]) -> Option<Options> {
@@ -111,9 +113,10 @@ fn parse_options(ctx: &mut Ctx<'_, '_>, rest: &[Bytes]) -> Option<Options> {
             }
             at += 1;
         } else if is(&rest[at], "FREQ") && has_value {
-            // Latch keeps no LFU counter; the value is checked as Redis checks it.
             match parse_i64(&rest[at + 1]) {
-                Some(frequency) if (0..=255).contains(&frequency) => {}
+                Some(frequency) if (0..=255).contains(&frequency) => {
+                    options.frequency = Some(frequency as u8);
+                }
                 Some(_) => {
                     ctx.reply
                         .error(b"ERR Invalid FREQ value, must be >= 0 and <= 255");
@@ -198,10 +201,17 @@ fn restore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     let mut entry = Entry::new(value);
     entry.deadline = deadline;
+    // The access field holds what the policy keeps (Redis' objectSetLRUOrLFU): under an
+    // LFU policy the counter FREQ gives (a new key's without it), else the access time
+    // IDLETIME gives (now without it).
     let now_s = i64::from(now.access_s());
-    let access_s = match options.idle_s {
-        Some(idle_s) => (now_s - idle_s).max(0) as u32,
-        None => now_s as u32,
+    let access_s = match (ctx.server.keyspace.lfu(), options.idle_s) {
+        (Some(_), _) => latch_keyspace::lfu::pack(
+            latch_keyspace::lfu::minutes(now.wall_s()),
+            options.frequency.unwrap_or(latch_keyspace::lfu::INIT),
+        ),
+        (None, Some(idle_s)) => (now_s - idle_s).max(0) as u32,
+        (None, None) => now_s as u32,
     };
     ctx.keys.put_entry_accessed(db, key, entry, access_s);
     ctx.keys.signal_modified(db, key);

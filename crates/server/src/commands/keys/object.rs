@@ -4,7 +4,7 @@
 //! asking about a key's idle time does not reset it.
 
 use bytes::Bytes;
-use latch_keyspace::{Slot, Value};
+use latch_keyspace::{lfu, Slot, Value};
 
 use crate::commands::Ctx;
 use crate::spec::{acl, flag, keyflag, Arg, CommandSpec, KeySpec};
@@ -88,8 +88,6 @@ pub(super) const OBJECT: CommandSpec = CommandSpec {
 const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 /// Redis shares the integers below this.
 const SHARED_INTEGERS: i64 = 10_000;
-/// The LFU counter Redis gives a new key.
-const LFU_INIT_VAL: i64 = 5;
 
 const LFU_NOT_SELECTED: &[u8] = b"ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 const LFU_SELECTED: &[u8] = b"ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
@@ -163,13 +161,15 @@ fn encoding(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 }
 
 fn freq(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
-    with_entry(ctx, args, |ctx, _info| {
-        if !lfu_policy(ctx) {
+    with_entry(ctx, args, |ctx, info| {
+        let Some(params) = ctx.server.keyspace.lfu().filter(|_| lfu_policy(ctx)) else {
             ctx.reply.error(LFU_NOT_SELECTED);
             return;
-        }
-        // Access frequency is not tracked yet: every key reports what a new key starts at.
-        ctx.reply.integer(LFU_INIT_VAL);
+        };
+        // The counter after its decay, as the next access would see it.
+        let minute = lfu::minutes(ctx.now().wall_s());
+        let counter = lfu::decayed(info.access_s, minute, params.decay_minutes);
+        ctx.reply.integer(i64::from(counter));
     });
 }
 
