@@ -21,6 +21,8 @@ use crate::server::Server;
 
 /// Bytes read at a time, at least.
 const READ_CHUNK: usize = 16 * 1024;
+/// The most a reply buffer keeps after writing what others sent its idle client.
+const OUTBOX_BURST_KEPT: usize = 64 * 1024;
 /// Most bytes read at a time, unless a bigger argument is in flight: a client that
 /// pipelines big commands runs this much of them before the worker's other connections get
 /// their turn (Redis reads 16 KiB a time).
@@ -663,6 +665,12 @@ where
                     let output_limit = limits.output_for(client);
                     if !flush(server, client, stream, reply, output_limit, &mut buffers.soft_limit_since, None, None).await {
                         break 'connection;
+                    }
+                    // A burst of messages (invalidations of many evicted keys, say) gives
+                    // back the room it took: a client that only receives never reaches the
+                    // review after input, and eviction counts what it holds.
+                    if reply.capacity() > OUTBOX_BURST_KEPT {
+                        *reply.buffer() = BytesMut::new();
                     }
                     continue;
                 }
