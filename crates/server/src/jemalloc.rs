@@ -63,12 +63,14 @@ pub fn live_bytes() -> Option<u64> {
     Some(net.saturating_add(OFFSET.load(Ordering::Relaxed)).max(0) as u64)
 }
 
-/// Takes the offset of [`live_bytes`] anew from jemalloc's merged statistics.
+/// Takes the offset of [`live_bytes`] anew from jemalloc's merged statistics (when threads
+/// are counted), and returns that reading ([`allocated_bytes`]).
 pub fn calibrate() -> Option<u64> {
     let allocated = allocated_bytes()?;
-    let net = threads_net()?;
-    OFFSET.store(allocated as i64 - net, Ordering::Relaxed);
-    CALIBRATED_AT_US.store(clock_us().max(1), Ordering::Relaxed);
+    if let Some(net) = threads_net() {
+        OFFSET.store(allocated as i64 - net, Ordering::Relaxed);
+        CALIBRATED_AT_US.store(clock_us().max(1), Ordering::Relaxed);
+    }
     Some(allocated)
 }
 

@@ -281,7 +281,7 @@ pub fn memory_figures() -> MemoryFigures {
     use tikv_jemalloc_ctl::stats;
     let rss_bytes = proc_kb("/proc/self/status", "VmRSS");
     // calibrate advances jemalloc's statistics epoch, refreshing the others too.
-    let allocated = crate::jemalloc::calibrate().or_else(crate::jemalloc::allocated_bytes);
+    let allocated = crate::jemalloc::calibrate();
     let active_bytes = stats::active::read().unwrap_or(0) as u64;
     let allocator_resident_bytes = stats::resident::read().unwrap_or(0) as u64;
     let used_bytes = allocated.unwrap_or_else(|| rss_bytes.max(1));
