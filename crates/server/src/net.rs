@@ -608,8 +608,13 @@ where
             let wanted = parser.pending_bulk_len().map_or(READ_CHUNK, |n| {
                 (n.min(usize::MAX as u64) as usize).clamp(READ_CHUNK, MAX_UPFRONT_RESERVE)
             });
-            if input.capacity() - input.len() < wanted / 2 {
-                input.reserve(wanted);
+            // The argument starts at the front of the buffer: room for exactly all of it
+            // (a doubling would make it count twice against maxmemory-clients).
+            if wanted > READ_CHUNK && input.capacity() < wanted {
+                input.reserve(wanted - input.len());
+                *input_allocation = input.capacity();
+            } else if input.capacity() - input.len() < READ_CHUNK / 2 {
+                input.reserve(READ_CHUNK);
                 *input_allocation = input.capacity();
             }
             let mut room = bytes::BufMut::limit(&mut *input, wanted.max(MAX_READ));

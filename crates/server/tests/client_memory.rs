@@ -326,3 +326,29 @@ fn an_idle_client_gives_its_buffers_back() {
     // And works as before.
     check(&mut conn, "PING", "+PONG\r\n");
 }
+
+#[test]
+fn a_big_argument_takes_its_own_size_in_the_query_buffer_once() {
+    // Redis sizes the query buffer for a big argument exactly; growing it by doubling
+    // made a client with a 220 KB argument hold 470 KB, and maxmemory-clients evicted it
+    // at half its limit (unit/client-eviction's percentage test).
+    let server = TestServer::start(&[]);
+    let mut conn = named(&server, "big");
+    let size = 220_200;
+    let mut request = format!("*1\r\n${size}\r\n").into_bytes();
+    request.extend(std::iter::repeat_n(b'v', size));
+    conn.send(&request);
+    let mut line = String::new();
+    assert!(
+        eventually(5, || {
+            line = client_line(&server, "big").expect("still connected");
+            field(&line, "qbuf") >= size as u64
+        }),
+        "the argument never arrived: {line}"
+    );
+    let held = field(&line, "qbuf") + field(&line, "qbuf-free");
+    assert!(
+        held < size as u64 + 16 * 1024,
+        "{held} bytes held for a {size}-byte argument: {line}"
+    );
+}
