@@ -10,9 +10,12 @@
 //! count again. The removal happens under the key's
 //! shard lock: a `DEL` is logged to the AOF, the `evicted` keyspace event goes out, WATCHers
 //! of the key fail, and INFO's `evicted_keys` counts it. A call stops once under the limit,
-//! when nothing can be evicted, or after [`TIME_BUDGET`]; the next command goes on.
+//! when nothing can be evicted, or when it has run longer than `maxmemory-eviction-tenacity`
+//! allows ([`time_limit`]); then the [`Evictor`] task goes on between other work, as Redis'
+//! eviction timer does, and so does the next command. Nothing is evicted while clients are
+//! paused, or on a replica with `replica-ignore-maxmemory`.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use latch_keyspace::{lfu, EvictionCandidate, Keyspace};
@@ -22,9 +25,111 @@ use crate::commands::info::used_memory_now;
 use crate::pubsub::notify;
 use crate::server::Server;
 
-/// Longest one call evicts for (Redis' default `maxmemory-eviction-tenacity` allows about
-/// half a millisecond per call).
-const TIME_BUDGET: Duration = Duration::from_millis(1);
+/// How long one call may evict for, from `maxmemory-eviction-tenacity` as Redis reads it:
+/// 50 µs a step up to 10 (the default, 500 µs), then 15% more a step (about two minutes at
+/// 99); 100 has no limit (`None`). The clock is read every [`CHECK_EVERY`] keys.
+fn time_limit(tenacity: i64) -> Option<Duration> {
+    match tenacity {
+        ..=10 => Some(Duration::from_micros(50 * tenacity.max(0) as u64)),
+        11..=99 => Some(Duration::from_micros(
+            (500.0 * 1.15f64.powi(tenacity as i32 - 10)) as u64,
+        )),
+        _ => None,
+    }
+}
+
+/// Keys evicted between two readings of the clock (as Redis).
+const CHECK_EVERY: u64 = 16;
+
+/// The background eviction Redis runs from a timer once a call ran out of time: it evicts
+/// again and again, yielding between calls, until under the limit or nothing is left.
+#[derive(Debug, Default)]
+pub struct Evictor {
+    running: AtomicBool,
+    wake: tokio::sync::Notify,
+    /// Since when (µs on [`Evictor::clock_us`], 0: not) the server is over the limit.
+    over_since_us: AtomicU64,
+    /// Time spent over the limit in earlier spells, µs.
+    over_before_us: AtomicU64,
+}
+
+impl Evictor {
+    /// Keeps the time spent over the limit (INFO's `*_eviction_exceeded_time`): a spell
+    /// starts when a call could not get under, ends when one finds the server under.
+    fn note(&self, outcome: Outcome) {
+        let since = self.over_since_us.load(Ordering::Relaxed);
+        match outcome {
+            Outcome::Under
+                if since != 0
+                    && self
+                        .over_since_us
+                        .compare_exchange(since, 0, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok() =>
+            {
+                let spell = Self::clock_us().saturating_sub(since);
+                self.over_before_us.fetch_add(spell, Ordering::Relaxed);
+            }
+            Outcome::Running | Outcome::Failed if since == 0 => {
+                let _ = self.over_since_us.compare_exchange(
+                    0,
+                    Self::clock_us().max(1),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// Milliseconds over the limit in all (`total_eviction_exceeded_time`) and in the
+    /// spell going on now (`current_eviction_exceeded_time`).
+    pub fn exceeded_ms(&self) -> (u64, u64) {
+        let since = self.over_since_us.load(Ordering::Relaxed);
+        let current = if since == 0 {
+            0
+        } else {
+            Self::clock_us().saturating_sub(since)
+        };
+        let total = self.over_before_us.load(Ordering::Relaxed) + current;
+        (total / 1000, current / 1000)
+    }
+
+    /// Clears both (CONFIG RESETSTAT; a spell going on starts again at the next call).
+    pub fn reset_stats(&self) {
+        self.over_before_us.store(0, Ordering::Relaxed);
+        self.over_since_us.store(0, Ordering::Relaxed);
+    }
+
+    fn clock_us() -> u64 {
+        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        START.get_or_init(Instant::now).elapsed().as_micros() as u64
+    }
+
+    fn start(&self) {
+        if !self.running.swap(true, Ordering::AcqRel) {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Whether the background eviction is under way.
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::Acquire)
+    }
+}
+
+/// The task behind [`Evictor`], for the server's life.
+pub async fn background(server: std::sync::Arc<Server>) {
+    loop {
+        server.evictor.wake.notified().await;
+        while server.evictor.is_running() {
+            if perform_once(&server) != Outcome::Running {
+                server.evictor.running.store(false, Ordering::Release);
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+}
 
 /// Which keys a policy may evict, and how it ranks them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,19 +209,39 @@ pub enum Outcome {
 /// Does nothing when no limit is set or the server is under it, on a thread that holds
 /// shard locks, or while a script runs.
 pub fn perform(server: &Server) -> Outcome {
+    let outcome = perform_once(server);
+    if outcome == Outcome::Running {
+        server.evictor.start();
+    }
+    outcome
+}
+
+fn perform_once(server: &Server) -> Outcome {
     let limit = server.config.maxmemory();
     if limit == 0 {
+        server.evictor.note(Outcome::Under);
         return Outcome::Under;
     }
     // What lagging replicas hold is not evicted for (it would not come back).
     let limit = limit.saturating_add(server.persistence.feed.memory().beyond_backlog);
-    if used_memory_now() <= limit {
+    if counted_now() <= limit {
+        server.evictor.note(Outcome::Under);
         return Outcome::Under;
     }
     if Keyspace::thread_holds_shards() || server.scripting.run.is_running() {
         return Outcome::Failed;
     }
-    evict_until(server, limit)
+    // The data set stays as it is while clients are paused (as expiry does) and, on a
+    // replica, as its primary sends it.
+    if (server.pause.may_be_paused()
+        && server.pause.in_force(&server.keyspace) != crate::pause::PauseMode::Off)
+        || (server.replication.is_replica() && server.config.get_bool("replica-ignore-maxmemory"))
+    {
+        return Outcome::Under;
+    }
+    let outcome = evict_until(server, limit);
+    server.evictor.note(outcome);
+    outcome
 }
 
 #[cold]
@@ -125,8 +250,9 @@ fn evict_until(server: &Server, limit: u64) -> Outcome {
         return Outcome::Failed;
     };
     let samples = server.config.get_i64("maxmemory-samples").max(1) as usize;
+    let time_limit = time_limit(server.config.get_i64("maxmemory-eviction-tenacity"));
     let started = Instant::now();
-    let used = used_memory_now();
+    let used = counted_now();
     if used <= limit {
         return Outcome::Under;
     }
@@ -142,6 +268,7 @@ fn evict_until(server: &Server, limit: u64) -> Outcome {
     // where it was before, then looks at the whole count again. (Frees others handed over,
     // an UNLINK's, are not waited for.)
     let mut handed_over_at: Option<u64> = None;
+    let mut evicted = 0u64;
     while freed < to_free {
         let pending = latch_keyspace::lazyfree::pending();
         match handed_over_at {
@@ -150,7 +277,7 @@ fn evict_until(server: &Server, limit: u64) -> Outcome {
             }
             Some(_) => {
                 handed_over_at = None;
-                if used_memory_now() <= limit {
+                if counted_now() <= limit {
                     return Outcome::Under;
                 }
             }
@@ -159,12 +286,16 @@ fn evict_until(server: &Server, limit: u64) -> Outcome {
                     return Outcome::Failed;
                 };
                 freed += evict(server, candidate);
+                evicted += 1;
                 if latch_keyspace::lazyfree::pending() > pending {
                     handed_over_at = Some(pending);
                 }
+                if !evicted.is_multiple_of(CHECK_EVERY) {
+                    continue;
+                }
             }
         }
-        if started.elapsed() >= TIME_BUDGET {
+        if time_limit.is_some_and(|limit| started.elapsed() > limit) {
             return Outcome::Running;
         }
     }
@@ -229,8 +360,16 @@ fn evict(server: &Server, candidate: EvictionCandidate) -> u64 {
     freed.max(0) as u64
 }
 
-/// A reading to take differences of: the registered threads' count (no calibration can
-/// fall between two readings), else `used_memory`.
+/// `used_memory` less what is on its way out to clients this moment (messages delivered
+/// to their outboxes, not yet written, their sockets not full: `pubsub::in_flight`): Redis
+/// writes those before it reads the next command, so they never make it evict.
+fn counted_now() -> u64 {
+    used_memory_now().saturating_sub(crate::pubsub::in_flight())
+}
+
+/// A reading to take differences of around one removal: what this thread holds (the
+/// removal frees on this thread; others meanwhile write out replies and free their
+/// buffers, which the removal did not free), else `used_memory`.
 fn held_now() -> i64 {
-    crate::jemalloc::threads_net().unwrap_or_else(|| used_memory_now() as i64)
+    crate::jemalloc::this_thread_net().unwrap_or_else(|| used_memory_now() as i64)
 }

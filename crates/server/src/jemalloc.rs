@@ -131,13 +131,32 @@ pub fn threads_net() -> Option<i64> {
     Some(net + LEFT_NET.load(Ordering::Relaxed))
 }
 
+/// What the calling thread allocated less what it freed so far (registering it if it was
+/// not): the difference of two readings is what the thread did between them. `None` when
+/// jemalloc keeps no per-thread counts.
+pub fn this_thread_net() -> Option<i64> {
+    register_thread();
+    REGISTERED
+        .try_with(|registered| {
+            registered
+                .get()
+                .and_then(|r| r.counters.as_ref().map(Counters::net))
+        })
+        .ok()
+        .flatten()
+}
+
 /// The calling thread's registration, removed when the thread ends.
-struct Registration(u64);
+struct Registration {
+    id: u64,
+    /// The thread's own counters (`None` when jemalloc has none).
+    counters: Option<Counters>,
+}
 
 impl Drop for Registration {
     fn drop(&mut self) {
         let mut registry = REGISTRY.lock();
-        if let Some(at) = registry.iter().position(|c| c.thread == self.0) {
+        if let Some(at) = registry.iter().position(|c| c.thread == self.id) {
             let left = registry.swap_remove(at);
             LEFT_NET.fetch_add(left.net(), Ordering::Relaxed);
         }
@@ -163,15 +182,26 @@ pub fn register_thread() {
                     raw::read::<*mut u64>(b"thread.deallocatedp\0"),
                 )
             };
-            if let (Ok(allocated), Ok(deallocated)) = pointers {
-                REGISTRY.lock().push(Counters {
-                    thread,
-                    allocated,
-                    deallocated,
-                });
-                COUNTING.store(true, Ordering::Relaxed);
+            let counters = match pointers {
+                (Ok(allocated), Ok(deallocated)) => {
+                    REGISTRY.lock().push(Counters {
+                        thread,
+                        allocated,
+                        deallocated,
+                    });
+                    COUNTING.store(true, Ordering::Relaxed);
+                    Some(Counters {
+                        thread,
+                        allocated,
+                        deallocated,
+                    })
+                }
+                _ => None,
+            };
+            Registration {
+                id: thread,
+                counters,
             }
-            Registration(thread)
         });
     });
 }

@@ -54,6 +54,7 @@ pub async fn run(config: config::Config) -> anyhow::Result<()> {
     net::serve(server.clone(), tcp, unix).await;
     tokio::spawn(net::cron(server.clone()));
     tokio::spawn(pause::keeper(server.clone()));
+    tokio::spawn(evict::background(server.clone()));
     let stopper = server.clone();
     tokio::spawn(async move {
         use tokio::signal::unix::{signal, SignalKind};

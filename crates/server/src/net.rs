@@ -21,8 +21,10 @@ use crate::server::Server;
 
 /// Bytes read at a time, at least.
 const READ_CHUNK: usize = 16 * 1024;
-/// The most a reply buffer keeps after writing what others sent its idle client.
-const OUTBOX_BURST_KEPT: usize = 64 * 1024;
+/// The most a reply buffer keeps after writing what others sent its idle client: what
+/// Redis keeps for every client (its 16 KiB reply buffer); more, and a burst of messages
+/// to many clients (invalidations of evicted keys) would stay counted against maxmemory.
+const OUTBOX_BURST_KEPT: usize = 16 * 1024;
 /// Most bytes read at a time, unless a bigger argument is in flight: a client that
 /// pipelines big commands runs this much of them before the worker's other connections get
 /// their turn (Redis reads 16 KiB a time).
@@ -1519,6 +1521,7 @@ async fn flush<W: AsyncRead + AsyncWrite + Unpin>(
     // their replies leave.
     server.persistence.before_reply(client).await;
     if reply.is_empty() {
+        client.shared.outbox.written();
         return true;
     }
     let buffer = reply.buffer();
@@ -1538,10 +1541,12 @@ async fn flush<W: AsyncRead + AsyncWrite + Unpin>(
         Some(Ok(n)) if n == buffer.len() => {
             buffer.clear();
             *soft_since = None;
+            client.shared.outbox.written();
             return true;
         }
         Some(Ok(0)) | Some(Err(_)) => {
             buffer.clear();
+            client.shared.outbox.written();
             return false;
         }
         Some(Ok(n)) => n,
@@ -1592,6 +1597,8 @@ async fn flush_rest<W: AsyncRead + AsyncWrite + Unpin>(
     soft_since: &mut Option<tokio::time::Instant>,
     mut ahead: Option<ReadAhead<'_>>,
 ) -> bool {
+    // What it has to write is stuck, not on its way out: eviction counts it.
+    client.shared.outbox.stalled(true);
     let finished = loop {
         if written == buffer.len() {
             break true;
@@ -1685,6 +1692,8 @@ async fn flush_rest<W: AsyncRead + AsyncWrite + Unpin>(
     }
     client.shared.memory.output.store(0, Ordering::Relaxed);
     buffer.clear();
+    client.shared.outbox.stalled(false);
+    client.shared.outbox.written();
     finished
 }
 

@@ -55,6 +55,8 @@ pub struct Server {
     pub lock_stats: crate::lock_stats::LockStats,
     /// Holders told when their lock runs out (LOCK.ACQUIRE ... NOTIFY).
     pub lock_watches: crate::lock_watch::LockWatches,
+    /// Eviction that goes on between commands once a call ran out of time.
+    pub evictor: crate::evict::Evictor,
     /// Open connections to MIGRATE's targets.
     pub migrate_sockets: crate::commands::keys::migrate::MigrateSockets,
     /// This server's own `Arc`, for background work started by a command (BGSAVE...).
@@ -119,6 +121,7 @@ impl Server {
             replication: crate::replication::Replication::new(),
             lock_stats: crate::lock_stats::LockStats::default(),
             lock_watches: crate::lock_watch::LockWatches::default(),
+            evictor: Default::default(),
             migrate_sockets: Default::default(),
             self_ref: std::sync::OnceLock::new(),
         }

@@ -234,3 +234,91 @@ fn lfu_policies_count_accesses_and_keep_the_hot_keys() {
     assert!(info_field(&mut client, "stats", "evicted_keys") > 6000);
     assert!(hot_left >= 95, "only {hot_left} of 100 hot keys kept");
 }
+
+fn config_set(c: &mut redis::Connection, name: &str, value: &str) {
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg(name)
+        .arg(value)
+        .query(c)
+        .unwrap_or_else(|e| panic!("CONFIG SET {name} {value}: {e}"));
+}
+
+fn dbsize(c: &mut redis::Connection) -> u64 {
+    redis::cmd("DBSIZE").query(c).expect("DBSIZE")
+}
+
+#[test]
+fn eviction_goes_on_between_commands_once_a_call_runs_out_of_time() {
+    let server = TestServer::start(&[]);
+    let mut c = server.client();
+    write_keys(&mut c, "k", 4000, None);
+    // Tenacity 0: a call evicts 16 keys and gives way, as Redis' does; the rest (about
+    // 2,000 keys) goes in the background, with no command to drive it.
+    config_set(&mut c, "maxmemory-eviction-tenacity", "0");
+    let used = info_field(&mut c, "memory", "used_memory");
+    config_set(&mut c, "maxmemory-policy", "allkeys-random");
+    config_set(&mut c, "maxmemory", &(used - (2 << 20)).to_string());
+    std::thread::sleep(Duration::from_secs(1));
+    let left = dbsize(&mut c);
+    assert!(left < 2500, "{left} of 4000 keys left a second later");
+    assert!(
+        left > 1000,
+        "{left} of 4000 keys left: evicted far too many"
+    );
+}
+
+#[test]
+fn nothing_is_evicted_while_clients_are_paused() {
+    let server = TestServer::start(&[]);
+    let mut c = server.client();
+    write_keys(&mut c, "k", 2000, None);
+    check(&mut server.raw(), "CLIENT PAUSE 10000 WRITE", "+OK\r\n");
+    limit_above_now(&mut c, 0, "allkeys-lru");
+    let used = info_field(&mut c, "memory", "used_memory");
+    config_set(&mut c, "maxmemory", &(used - (1 << 20)).to_string());
+    assert_eq!(dbsize(&mut c), 2000, "evicted during a pause");
+    assert_eq!(info_field(&mut c, "stats", "evicted_keys"), 0);
+    check(&mut server.raw(), "CLIENT UNPAUSE", "+OK\r\n");
+    // The first command after the pause starts the eviction; the background goes on.
+    let mut left = dbsize(&mut c);
+    for _ in 0..100 {
+        if left < 1200 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        left = dbsize(&mut c);
+    }
+    assert!(left < 1200, "{left} of 2000 keys left after the pause");
+}
+
+#[test]
+fn info_counts_the_time_spent_over_the_limit() {
+    let server = TestServer::start(&[]);
+    let mut c = server.client();
+    write_keys(&mut c, "k", 10, None);
+    config_set(&mut c, "maxmemory-policy", "noeviction");
+    config_set(&mut c, "maxmemory", "1");
+    std::thread::sleep(Duration::from_millis(300));
+    let current = info_field(&mut c, "stats", "current_eviction_exceeded_time");
+    assert!(
+        current >= 250,
+        "over the limit for {current} ms, said after 300"
+    );
+    config_set(&mut c, "maxmemory", "0");
+    let _: String = redis::cmd("PING").query(&mut c).unwrap();
+    assert_eq!(
+        info_field(&mut c, "stats", "current_eviction_exceeded_time"),
+        0
+    );
+    let total = info_field(&mut c, "stats", "total_eviction_exceeded_time");
+    assert!(
+        total >= current,
+        "{total} ms in all, {current} in the spell"
+    );
+    check(&mut server.raw(), "CONFIG RESETSTAT", "+OK\r\n");
+    assert_eq!(
+        info_field(&mut c, "stats", "total_eviction_exceeded_time"),
+        0
+    );
+}

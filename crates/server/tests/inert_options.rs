@@ -25,11 +25,10 @@ const INERT: &str = "
     cluster-require-full-coverage crash-log-enabled crash-memcheck-enabled disable-thp
     dynamic-hz enable-module-command ignore-warnings io-threads-do-reads key-load-delay
     loading-process-events-interval-bytes
-    maxmemory-eviction-tenacity no-appendfsync-on-rewrite
+    no-appendfsync-on-rewrite
     proc-title-template propagation-error-behavior rdb-del-sync-files rdb-key-save-delay
     rdb-save-incremental-fsync rdbchecksum rdbcompression repl-disable-tcp-nodelay
-    repl-diskless-load replica-ignore-disk-write-errors replica-ignore-maxmemory
-    replica-lazy-flush sanitize-dump-payload server_cpulist set-proc-title
+    repl-diskless-load replica-ignore-disk-write-errors replica-lazy-flush sanitize-dump-payload server_cpulist set-proc-title
     shutdown-on-sigint shutdown-on-sigterm shutdown-timeout socket-mark-id
     stop-writes-on-bgsave-error supervised tcp-backlog use-exit-on-panic watchdog-period
 ";
@@ -167,8 +166,8 @@ fn warned(log: &str, option: &str) -> bool {
 fn setting_an_inert_option_logs_a_warning_and_a_default_does_not() {
     let server = Server::latch(&[
         // Inert, not at its default: warned of.
-        "--maxmemory-eviction-tenacity",
-        "20",
+        "--tcp-backlog",
+        "1024",
         // Inert, at its default: no warning.
         "--active-expire-effort",
         "1",
@@ -179,11 +178,8 @@ fn setting_an_inert_option_logs_a_warning_and_a_default_does_not() {
         "5",
     ]);
     let log = server.log();
-    assert!(warned(&log, "maxmemory-eviction-tenacity"), "{log}");
-    assert!(
-        log.contains("'maxmemory-eviction-tenacity' set to '20'"),
-        "{log}"
-    );
+    assert!(warned(&log, "tcp-backlog"), "{log}");
+    assert!(log.contains("'tcp-backlog' set to '1024'"), "{log}");
     for quiet in [
         "active-expire-effort",
         "hash-max-listpack-value",

@@ -1563,3 +1563,44 @@ fn a_replica_without_capa_eof_is_not_kept_waiting() {
         started.elapsed()
     );
 }
+
+#[test]
+fn a_replica_under_maxmemory_keeps_what_its_primary_sends() {
+    // replica-ignore-maxmemory (yes by default): a replica is its primary's copy and
+    // evicts nothing of its own; with the option off it evicts as any server does.
+    let primary = start_primary(latch(), &[]);
+    let replica = start_replica(latch(), &primary, &["--maxmemory-policy", "allkeys-random"]);
+    let mut p = connect(&primary);
+    let mut r = connect(&replica);
+    wait_link_up(&mut r);
+    let value = "v".repeat(1000);
+    let mut writes = redis::pipe();
+    for i in 0..2000 {
+        writes.cmd("SET").arg(format!("k:{i}")).arg(&value).ignore();
+    }
+    let () = writes.query(&mut p).unwrap();
+    wait_offsets_equal(&mut p, &mut r);
+    // A limit the data set is 1 MB over, then more writes.
+    let used = info_int(&mut r, "memory", "used_memory");
+    run(
+        &mut r,
+        &[
+            "CONFIG",
+            "SET",
+            "maxmemory",
+            &(used - (1 << 20)).to_string(),
+        ],
+    );
+    run(&mut p, &["SET", "one-more", "v"]);
+    wait_offsets_equal(&mut p, &mut r);
+    assert_eq!(run(&mut r, &["DBSIZE"]), Value::Int(2001));
+    assert_eq!(info_int(&mut r, "stats", "evicted_keys"), 0);
+
+    run(&mut r, &["CONFIG", "SET", "replica-ignore-maxmemory", "no"]);
+    let evicted = wait_until(TIMEOUT, "the replica to evict", || {
+        let evicted = info_int(&mut r, "stats", "evicted_keys");
+        (evicted >= 900, evicted)
+    });
+    assert!(evicted < 2000, "{evicted} keys evicted: everything");
+    assert_eq!(run(&mut p, &["DBSIZE"]), Value::Int(2001));
+}

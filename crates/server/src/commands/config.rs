@@ -190,6 +190,7 @@ fn client_is_local(ctx: &Ctx<'_, '_>) -> bool {
 fn config_resetstat(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
     // As Redis: counters and error tallies only; the slow log has its own SLOWLOG RESET.
     ctx.server.stats.reset();
+    ctx.server.evictor.reset_stats();
     ctx.reply.ok();
 }
 

@@ -659,8 +659,9 @@ fn stats_section(server: &Server, out: &mut String) {
         "evicted_clients",
         server.clients.evicted.load(Ordering::Relaxed),
     );
-    field(out, "total_eviction_exceeded_time", 0);
-    field(out, "current_eviction_exceeded_time", 0);
+    let (total_exceeded_ms, current_exceeded_ms) = server.evictor.exceeded_ms();
+    field(out, "total_eviction_exceeded_time", total_exceeded_ms);
+    field(out, "current_eviction_exceeded_time", current_exceeded_ms);
     field(out, "keyspace_hits", load(&stats.keyspace_hits));
     field(out, "keyspace_misses", load(&stats.keyspace_misses));
     let pubsub = &server.pubsub;

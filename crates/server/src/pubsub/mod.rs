@@ -11,7 +11,7 @@
 pub mod notify;
 mod outbox;
 
-pub use outbox::{Deferred, Outbox};
+pub use outbox::{in_flight, Deferred, Outbox};
 
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;

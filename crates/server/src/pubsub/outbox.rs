@@ -14,7 +14,7 @@
 //! `send`, not a wake-up and a task switch as well.
 
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
@@ -34,6 +34,12 @@ struct Queue {
     /// write (-1 otherwise): what is queued may then be written to it directly. The
     /// connection clears it, under this lock, before it writes anything or closes the socket.
     idle_fd: i32,
+    /// Bytes the connection took from here and is writing ([`Outbox::written`]).
+    carried: usize,
+    /// The connection waits for room in its socket: what it has yet to write is stuck.
+    stalled: bool,
+    /// What this outbox adds to [`in_flight`] now.
+    counted: usize,
 }
 
 impl Default for Queue {
@@ -41,6 +47,9 @@ impl Default for Queue {
         Queue {
             bytes: BytesMut::new(),
             idle_fd: -1,
+            carried: 0,
+            stalled: false,
+            counted: 0,
         }
     }
 }
@@ -50,6 +59,8 @@ pub struct Outbox {
     queue: Mutex<Queue>,
     /// Bytes in `queue`: checked without the lock after every command.
     queued: AtomicUsize,
+    /// `Queue::carried`, read without the lock after every write.
+    carried: AtomicUsize,
     /// When the output first passed the soft limit (a `Tick` in nanoseconds; 0: it is
     /// under it).
     soft_since: AtomicU64,
@@ -79,7 +90,7 @@ impl Outbox {
         let queued = {
             let mut queue = self.queue.lock();
             encode(&mut queue.bytes, resp3);
-            self.queued.store(queue.bytes.len(), Ordering::Release);
+            self.settle(&mut queue);
             queue.bytes.len()
         };
         // What the client has not taken yet: this queue and replies its connection is still
@@ -116,7 +127,7 @@ impl Outbox {
     pub fn push_own(&self, bytes: &[u8]) {
         let mut queue = self.queue.lock();
         queue.bytes.extend_from_slice(bytes);
-        self.queued.store(queue.bytes.len(), Ordering::Release);
+        self.settle(&mut queue);
         drop(queue);
         self.wake();
     }
@@ -156,7 +167,7 @@ impl Outbox {
         }
         let mut queue = self.queue.lock();
         queue.bytes = BytesMut::new();
-        self.queued.store(0, Ordering::Release);
+        self.settle(&mut queue);
         drop(queue);
         server
             .stats
@@ -169,27 +180,62 @@ impl Outbox {
         owner.kill();
     }
 
+    /// Records what the queue holds now (called under its lock), for [`Outbox::queued`]
+    /// and [`in_flight`].
+    fn settle(&self, queue: &mut Queue) {
+        self.queued.store(queue.bytes.len(), Ordering::Release);
+        self.carried.store(queue.carried, Ordering::Relaxed);
+        let now = if queue.stalled {
+            0
+        } else {
+            queue.bytes.len() + queue.carried
+        };
+        IN_FLIGHT.fetch_add(now as i64 - queue.counted as i64, Ordering::Relaxed);
+        queue.counted = now;
+    }
+
     /// Bytes waiting (without the lock).
     pub fn queued(&self) -> usize {
         self.queued.load(Ordering::Acquire)
     }
 
-    /// Moves everything queued to the end of `out`.
+    /// Moves everything queued to the end of `out`; the connection writes it next (and
+    /// says so, [`Outbox::written`]).
     pub fn take_into(&self, out: &mut BytesMut) {
         // Cleared before taking: a delivery after this point wakes the connection again.
         self.woken.store(false, Ordering::Release);
-        let mut queue = self.queue.lock();
-        let queue = &mut queue.bytes;
-        if out.is_empty() && queue.len() > out.capacity() {
-            std::mem::swap(out, queue);
+        let mut guard = self.queue.lock();
+        let queue = &mut *guard;
+        queue.carried += queue.bytes.len();
+        let bytes = &mut queue.bytes;
+        if out.is_empty() && bytes.len() > out.capacity() {
+            std::mem::swap(out, bytes);
         } else {
-            out.extend_from_slice(queue);
-            queue.clear();
+            out.extend_from_slice(bytes);
+            bytes.clear();
         }
-        if queue.capacity() > KEEP_CAPACITY {
-            *queue = BytesMut::new();
+        if bytes.capacity() > KEEP_CAPACITY {
+            *bytes = BytesMut::new();
         }
-        self.queued.store(0, Ordering::Release);
+        self.settle(queue);
+    }
+
+    /// The connection wrote (or gave up writing) what it took: it is no longer in flight.
+    #[inline]
+    pub fn written(&self) {
+        if self.carried.load(Ordering::Relaxed) != 0 {
+            let mut queue = self.queue.lock();
+            queue.carried = 0;
+            self.settle(&mut queue);
+        }
+    }
+
+    /// The connection waits for room in its socket (`true`), or no longer does: while it
+    /// waits, nothing it has to write counts as in flight.
+    pub fn stalled(&self, stalled: bool) {
+        let mut queue = self.queue.lock();
+        queue.stalled = stalled;
+        self.settle(&mut queue);
     }
 
     /// The connection waits for input on socket `fd` and has nothing of its own to write:
@@ -242,14 +288,14 @@ impl Outbox {
             .fetch_add(sent as u64, Ordering::Relaxed);
         if sent < queue.bytes.len() {
             queue.bytes.advance(sent);
-            self.queued.store(queue.bytes.len(), Ordering::Release);
+            self.settle(&mut queue);
             return false;
         }
         queue.bytes.clear();
         if queue.bytes.capacity() > KEEP_CAPACITY {
             queue.bytes = BytesMut::new();
         }
-        self.queued.store(0, Ordering::Release);
+        self.settle(&mut queue);
         // Under the lock: a delivery queued after this wakes (or defers) anew.
         self.woken.store(false, Ordering::Release);
         true
@@ -261,6 +307,25 @@ impl Outbox {
     pub fn ready(&self) -> tokio::sync::futures::Notified<'_> {
         self.signal.notified()
     }
+}
+
+impl Drop for Outbox {
+    fn drop(&mut self) {
+        let queue = self.queue.get_mut();
+        IN_FLIGHT.fetch_sub(queue.counted as i64, Ordering::Relaxed);
+    }
+}
+
+/// What every outbox adds to [`in_flight`].
+static IN_FLIGHT: AtomicI64 = AtomicI64::new(0);
+
+/// Bytes on their way out to clients this moment: messages delivered to their outboxes
+/// that their connections have not taken yet, or took and are writing. Each connection is
+/// woken (or written to directly) and writes them at once, as Redis writes every client's
+/// replies before it reads the next command, so eviction does not count them. What a
+/// client does not read (its socket is full) is not in flight and counts.
+pub fn in_flight() -> u64 {
+    IN_FLIGHT.load(Ordering::Relaxed).max(0) as u64
 }
 
 /// A queue emptied of more than this is given back.
