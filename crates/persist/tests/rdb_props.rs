@@ -219,7 +219,12 @@ proptest! {
                     prop_assert_eq!(n, keys.len() as u64);
                     prop_assert_eq!(e, expires);
                 }
-                Item::Key { key, value, expire_unix_ms } => {
+                Item::Key {
+                    key,
+                    value,
+                    expire_unix_ms,
+                    ..
+                } => {
                     read_keys.insert(key, (value, expire_unix_ms));
                 }
             }

@@ -853,6 +853,7 @@ fn redis_rdb_reads_in_latch() {
                 key,
                 value,
                 expire_unix_ms,
+                ..
             } => keys.push((db, key, value, expire_unix_ms)),
         }
     }

@@ -248,3 +248,87 @@ fn rdb_dumps_move_both_ways() {
     let latch = TestServer::start_in(Some(&dir), &["--save", ""]);
     assert_eq!(describe(&mut latch.client()), expected);
 }
+
+/// OBJECT IDLETIME (or FREQ) of `key`.
+fn access_of(conn: &mut redis::Connection, what: &str, key: &str) -> i64 {
+    redis::cmd("OBJECT").arg(what).arg(key).query(conn).unwrap()
+}
+
+/// A key restored as idle for 1,000 seconds and one with an LFU counter of 100.
+fn restore_with_access(conn: &mut redis::Connection, policy: &str) {
+    let _: () = conn.set("seed", "value").unwrap();
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("seed").query(conn).unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory-policy")
+        .arg(policy)
+        .query(conn)
+        .unwrap();
+    let option = if policy.ends_with("lfu") {
+        ["FREQ", "100"]
+    } else {
+        ["IDLETIME", "1000"]
+    };
+    let _: () = redis::cmd("RESTORE")
+        .arg("k")
+        .arg(0)
+        .arg(&payload)
+        .arg("REPLACE")
+        .arg(&option[..])
+        .query(conn)
+        .unwrap();
+}
+
+#[test]
+fn idle_times_and_lfu_counters_move_through_rdb_files_both_ways() {
+    // Redis keeps the idle time under an LRU policy, the counter under an LFU one, and
+    // neither otherwise; whoever loads the file gives them back.
+    for (policy, what, kept) in [
+        ("allkeys-lru", "IDLETIME", true),
+        ("allkeys-lfu", "FREQ", true),
+        ("noeviction", "IDLETIME", false),
+    ] {
+        let args = ["--save", "", "--maxmemory-policy", policy];
+        let latch = TestServer::start(&args);
+        let mut conn = latch.client();
+        restore_with_access(&mut conn, policy);
+        let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut conn).unwrap();
+        let reloaded = access_of(&mut conn, what, "k");
+        let _: () = redis::cmd("SAVE").query(&mut conn).unwrap();
+        drop(conn);
+        let dir = latch.shutdown_keep_files("NOSAVE");
+        let redis = RedisServer::start(&dir, &args);
+        let in_redis = access_of(&mut redis.client(), what, "k");
+        match (kept, what) {
+            (true, "IDLETIME") => {
+                assert!((1000..1100).contains(&reloaded), "{policy}: {reloaded}");
+                assert!((1000..1100).contains(&in_redis), "{policy}: {in_redis}");
+            }
+            (true, _) => {
+                // A minute boundary may take one off.
+                assert!((99..=100).contains(&reloaded), "{policy}: {reloaded}");
+                assert!((98..=100).contains(&in_redis), "{policy}: {in_redis}");
+            }
+            (false, _) => {
+                assert!(reloaded < 100, "{policy}: {reloaded}");
+                assert!(in_redis < 100, "{policy}: {in_redis}");
+            }
+        }
+        // And back: redis-server's file, loaded by Latch.
+        let mut conn = redis.client();
+        restore_with_access(&mut conn, policy);
+        let _: () = redis::cmd("SAVE").query(&mut conn).unwrap();
+        drop(conn);
+        redis.shutdown();
+        let latch = TestServer::start_in(Some(&dir), &args);
+        let from_redis = access_of(&mut latch.client(), what, "k");
+        match (kept, what) {
+            (true, "IDLETIME") => {
+                assert!((1000..1100).contains(&from_redis), "{policy}: {from_redis}")
+            }
+            (true, _) => assert!((98..=100).contains(&from_redis), "{policy}: {from_redis}"),
+            (false, _) => assert!(from_redis < 100, "{policy}: {from_redis}"),
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

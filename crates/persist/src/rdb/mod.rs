@@ -31,7 +31,7 @@ pub use error::RdbError;
 pub use payload::{
     dump_functions, dump_payload, restore_functions, restore_payload, restore_payload_checking,
 };
-pub use reader::{Item, Reader};
+pub use reader::{Access, Item, Reader};
 pub use writer::Writer;
 
 /// The RDB version written (Redis 7.0's).

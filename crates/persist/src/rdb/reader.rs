@@ -25,12 +25,24 @@ pub enum Item {
     ResizeDb { keys: u64, expires: u64 },
     /// A function library's source code.
     Function(Vec<u8>),
-    /// A key, its value, and its expiry as Unix time in milliseconds.
+    /// A key, its value, its expiry as Unix time in milliseconds, and what the file kept
+    /// of its accesses for eviction.
     Key {
         key: Vec<u8>,
         value: Value,
         expire_unix_ms: Option<i64>,
+        access: Option<Access>,
     },
+}
+
+/// What a file keeps of a key's accesses, for the eviction policy (Redis writes one when
+/// its policy is an LRU or an LFU one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Seconds since the key was last read or written (`RDB_OPCODE_IDLE`).
+    IdleSeconds(u64),
+    /// The key's LFU counter (`RDB_OPCODE_FREQ`).
+    Frequency(u8),
 }
 
 /// Reads an RDB file. Keys holding empty collections (which old Redis versions could
@@ -85,6 +97,7 @@ impl<R: Read> Reader<R> {
             return Ok(None);
         }
         let mut expire_unix_ms = None;
+        let mut access = None;
         loop {
             let code = self.input.byte()?;
             match code {
@@ -93,12 +106,8 @@ impl<R: Read> Reader<R> {
                     expire_unix_ms = Some(seconds as i64 * 1000);
                 }
                 opcodes::EXPIRETIME_MS => expire_unix_ms = Some(self.input.millis()?),
-                opcodes::IDLE => {
-                    self.input.read_len()?;
-                }
-                opcodes::FREQ => {
-                    self.input.byte()?;
-                }
+                opcodes::IDLE => access = Some(Access::IdleSeconds(self.input.read_len()?)),
+                opcodes::FREQ => access = Some(Access::Frequency(self.input.byte()?)),
                 opcodes::EOF => {
                     self.finish()?;
                     return Ok(None);
@@ -132,10 +141,14 @@ impl<R: Read> Reader<R> {
                                 key,
                                 value,
                                 expire_unix_ms,
+                                access,
                             }))
                         }
-                        // An empty collection: skipped, with the expiry that preceded it.
-                        None => expire_unix_ms = None,
+                        // An empty collection: skipped, with what preceded it.
+                        None => {
+                            expire_unix_ms = None;
+                            access = None;
+                        }
                     }
                 }
                 _ => {

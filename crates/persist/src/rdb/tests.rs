@@ -454,12 +454,14 @@ fn file_framing() {
             Item::Key {
                 key: b"k".to_vec(),
                 value: Value::Str(b"v".to_vec()),
-                expire_unix_ms: Some(1_900_000_000_000)
+                expire_unix_ms: Some(1_900_000_000_000),
+                access: None
             },
             Item::Key {
                 key: b"n".to_vec(),
                 value: Value::Str(b"-7".to_vec()),
-                expire_unix_ms: None
+                expire_unix_ms: None,
+                access: None
             },
         ]
     );
@@ -516,12 +518,14 @@ fn older_opcodes() {
                 Item::Key {
                     key: b"k".to_vec(),
                     value: Value::Str(b"v".to_vec()),
-                    expire_unix_ms: Some(2_000_000_000_000)
+                    expire_unix_ms: Some(2_000_000_000_000),
+                    access: Some(Access::Frequency(5))
                 },
                 Item::Key {
                     key: b"k2".to_vec(),
                     value: Value::Str(b"v2".to_vec()),
-                    expire_unix_ms: None
+                    expire_unix_ms: None,
+                    access: None
                 },
                 Item::Function(b"#!LUA name=lib\nreturn 1".to_vec()),
             ]

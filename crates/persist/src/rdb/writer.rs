@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use latch_keyspace::Value;
 
 use super::encode::{is_empty_collection, put_len, put_millis, put_string, put_typed_value, Sink};
-use super::{opcodes, RdbError, RDB_VERSION};
+use super::{opcodes, Access, RdbError, RDB_VERSION};
 use crate::crc64::crc64;
 
 /// Bytes gathered before they are handed to the underlying writer.
@@ -104,12 +104,32 @@ impl<W: Write> Writer<W> {
         value: &Value,
         expire_unix_ms: Option<i64>,
     ) -> Result<(), RdbError> {
+        self.key_accessed(key, value, expire_unix_ms, None)
+    }
+
+    /// [`Writer::key`], with what the file keeps of the key's accesses (after the expiry,
+    /// as Redis places it).
+    pub fn key_accessed(
+        &mut self,
+        key: &[u8],
+        value: &Value,
+        expire_unix_ms: Option<i64>,
+        access: Option<Access>,
+    ) -> Result<(), RdbError> {
         if is_empty_collection(value) {
             return Ok(());
         }
         if let Some(ms) = expire_unix_ms {
             self.out.put(&[opcodes::EXPIRETIME_MS]);
             put_millis(&mut self.out, ms);
+        }
+        match access {
+            Some(Access::IdleSeconds(seconds)) => {
+                self.out.put(&[opcodes::IDLE]);
+                put_len(&mut self.out, seconds);
+            }
+            Some(Access::Frequency(counter)) => self.out.put(&[opcodes::FREQ, counter]),
+            None => {}
         }
         put_typed_value(&mut self.out, Some(key), value);
         self.out.check()

@@ -15,8 +15,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use bytes::Bytes;
+use latch_keyspace::lfu;
 use latch_keyspace::{Deadline, Snapshot};
-use latch_persist::rdb::{Item, Reader, Writer};
+use latch_persist::rdb::{Access, Item, Reader, Writer};
 use tracing::{info, warn};
 
 use super::path_in_dir;
@@ -176,6 +177,7 @@ pub fn write_rdb_into<W: Write>(
         return Ok(writer.finish()?);
     }
     let keyspace = &server.keyspace;
+    let keeps = AccessKept::of(server);
     let mut selected = None;
     let mut turns = Turns::default();
     for shard in 0..keyspace.shard_count() {
@@ -198,12 +200,67 @@ pub fn write_rdb_into<W: Write>(
                     writer.select_db(db as u64, keys as u64, expires as u64)?;
                     selected = Some(db);
                 }
-                writer.key(slot.key(), slot.value(), expire)?;
+                let access = keeps.access(slot.access_s(), now);
+                writer.key_accessed(slot.key(), slot.value(), expire, access)?;
                 turns.tick();
             }
         }
     }
     Ok(writer.finish()?)
+}
+
+/// What of keys' accesses an RDB file keeps, as Redis decides it: the idle time under an
+/// LRU policy, the LFU counter under an LFU one, nothing otherwise. A file loaded under
+/// the same kind of policy gives keys back what they had.
+#[derive(Clone, Copy, Debug)]
+enum AccessKept {
+    Nothing,
+    Idle,
+    Frequency { decay_minutes: u32 },
+}
+
+impl AccessKept {
+    fn of(server: &Server) -> AccessKept {
+        if let Some(params) = server.keyspace.lfu() {
+            AccessKept::Frequency {
+                decay_minutes: params.decay_minutes,
+            }
+        } else if server.config.maxmemory_policy().ends_with("-lru") {
+            AccessKept::Idle
+        } else {
+            AccessKept::Nothing
+        }
+    }
+
+    /// What to write for a key whose access field holds `field` (at `now`).
+    fn access(self, field: u32, now: latch_keyspace::Now) -> Option<Access> {
+        match self {
+            AccessKept::Nothing => None,
+            AccessKept::Idle => Some(Access::IdleSeconds(u64::from(
+                now.access_s().saturating_sub(field),
+            ))),
+            AccessKept::Frequency { decay_minutes } => Some(Access::Frequency(lfu::decayed(
+                field,
+                lfu::minutes(now.wall_s()),
+                decay_minutes,
+            ))),
+        }
+    }
+
+    /// The access field for a key loaded with `access` (None: accessed now), under the
+    /// policy in force.
+    fn field(self, access: Option<Access>, now: latch_keyspace::Now) -> Option<u32> {
+        match (self, access?) {
+            (AccessKept::Frequency { .. }, Access::Frequency(counter)) => {
+                Some(lfu::pack(lfu::minutes(now.wall_s()), counter))
+            }
+            (AccessKept::Idle | AccessKept::Nothing, Access::IdleSeconds(idle)) => Some(
+                now.access_s()
+                    .saturating_sub(u32::try_from(idle).unwrap_or(u32::MAX)),
+            ),
+            _ => None,
+        }
+    }
 }
 
 /// Lets a request waiting for the core go first, every [`Turns::EVERY`] of serializing.
@@ -402,6 +459,7 @@ fn load_rdb_locked(
 ) -> anyhow::Result<(Loaded, Vec<Bytes>)> {
     let mut reader = Reader::new(data)?;
     let now = view.now();
+    let keeps = AccessKept::of(server);
     let mut db = 0usize;
     let mut loaded = 0u64;
     let mut expired = 0u64;
@@ -422,6 +480,7 @@ fn load_rdb_locked(
                 key,
                 value,
                 expire_unix_ms,
+                access,
             } => {
                 let deadline = expire_unix_ms.map(Deadline::at_wall);
                 if !keep_expired
@@ -439,7 +498,15 @@ fn load_rdb_locked(
                 if !replace && view.exists(db, &key) {
                     anyhow::bail!("Duplicate key '{}'", String::from_utf8_lossy(&key));
                 }
-                view.set(db, &key, value, deadline);
+                match keeps.field(access, now) {
+                    Some(field) => {
+                        let entry = latch_keyspace::Entry { value, deadline };
+                        view.put_entry_accessed(db, &key, entry, field);
+                    }
+                    None => {
+                        view.set(db, &key, value, deadline);
+                    }
+                }
                 loaded += 1;
             }
             Item::Function(code) => libraries.push(Bytes::from(code)),
