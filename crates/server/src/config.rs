@@ -335,7 +335,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("unixsocketperm", None, o::IMMUTABLE, Kind::Number { min: 0, max: 0o777, unsigned: true, format: Format::Octal }, "0", Effect::Acts),
     opt("socket-mark-id", None, o::IMMUTABLE, Kind::Number { min: 0, max: U32_MAX, unsigned: true, format: Format::Plain }, "0", Effect::Inert),
     opt("active-defrag-max-scan-fields", None, 0, Kind::Number { min: 1, max: I64_MAX, unsigned: true, format: Format::Plain }, "1000", Effect::Inert),
-    opt("slowlog-max-len", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "128", Effect::Acts),
+    opt("slowlog-max-len", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "128", Effect::Inert),
     opt("acllog-max-len", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "128", Effect::Inert),
     opt("busy-reply-threshold", Some("lua-time-limit"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "5000", Effect::Acts),
     // Latch's own: after an unclean shutdown, refuse writes this many milliseconds (the
@@ -354,7 +354,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("cluster-link-sendbuf-limit", None, 0, Kind::Number { min: 0, max: U64_MAX, unsigned: true, format: Format::Memory }, "0", Effect::Inert),
     opt("hash-max-listpack-entries", Some("hash-max-ziplist-entries"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "512", Effect::Acts),
     opt("set-max-intset-entries", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "512", Effect::Acts),
-    opt("zset-max-listpack-entries", Some("zset-max-ziplist-entries"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "128", Effect::Acts),
+    opt("zset-max-listpack-entries", Some("zset-max-ziplist-entries"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "128", Effect::Inert),
     opt("active-defrag-ignore-bytes", None, 0, Kind::Number { min: 1, max: I64_MAX, unsigned: true, format: Format::Memory }, "104857600", Effect::Inert),
     opt("hash-max-listpack-value", Some("hash-max-ziplist-value"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "64", Effect::Acts),
     opt("stream-node-max-bytes", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "4096", Effect::Acts),
@@ -1554,6 +1554,11 @@ struct HotValues {
     stream_node_max_bytes: AtomicU64,
     /// Read by every command (per-command latency histograms).
     latency_tracking: std::sync::atomic::AtomicBool,
+    /// Read before every command under maxmemory, and by every eviction.
+    maxmemory_clients: AtomicI64,
+    maxmemory_policy: AtomicI64,
+    maxmemory_samples: AtomicU64,
+    maxmemory_eviction_tenacity: AtomicI64,
 }
 
 /// The server's options: shared, read often, changed by CONFIG SET.
@@ -1885,6 +1890,18 @@ impl Config {
             .store(self.unsigned("stream-node-max-bytes"), Ordering::Relaxed);
         hot.latency_tracking
             .store(self.get_bool("latency-tracking"), Ordering::Relaxed);
+        hot.maxmemory_clients
+            .store(self.get_i64("maxmemory-clients"), Ordering::Relaxed);
+        hot.maxmemory_policy
+            .store(self.get_i64("maxmemory-policy"), Ordering::Relaxed);
+        hot.maxmemory_samples.store(
+            self.get_i64("maxmemory-samples").max(1) as u64,
+            Ordering::Relaxed,
+        );
+        hot.maxmemory_eviction_tenacity.store(
+            self.get_i64("maxmemory-eviction-tenacity"),
+            Ordering::Relaxed,
+        );
         // jemalloc's background threads return freed pages to the kernel (RSS follows
         // used_memory); as in Redis, on by default. Without jemalloc this fails: ignored.
         let _ = tikv_jemalloc_ctl::background_thread::write(self.get_bool("jemalloc-bg-thread"));
@@ -1945,8 +1962,29 @@ impl Config {
     }
 
     pub fn maxmemory_policy(&self) -> String {
-        self.get("maxmemory-policy")
-            .unwrap_or_else(|| "noeviction".to_string())
+        self.maxmemory_policy_name().to_string()
+    }
+
+    /// `maxmemory-policy`, without a lock or an allocation (eviction reads it often).
+    pub fn maxmemory_policy_name(&self) -> &'static str {
+        let code = self.hot.maxmemory_policy.load(Ordering::Relaxed);
+        MAXMEMORY_POLICY
+            .iter()
+            .find(|(_, value)| *value == code)
+            .map_or("noeviction", |(name, _)| name)
+    }
+
+    /// `maxmemory-clients` as set: bytes, or a percentage of maxmemory as a negative number.
+    pub fn maxmemory_clients(&self) -> i64 {
+        self.hot.maxmemory_clients.load(Ordering::Relaxed)
+    }
+
+    pub fn maxmemory_samples(&self) -> usize {
+        self.hot.maxmemory_samples.load(Ordering::Relaxed) as usize
+    }
+
+    pub fn maxmemory_eviction_tenacity(&self) -> i64 {
+        self.hot.maxmemory_eviction_tenacity.load(Ordering::Relaxed)
     }
 
     /// Snapshot points: (seconds, changes) pairs.

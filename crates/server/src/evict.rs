@@ -174,7 +174,7 @@ impl Policy {
 /// options changes. Switching reinterprets every key's field, as in Redis.
 pub fn apply_policy(server: &Server) {
     let lfu = matches!(
-        Policy::parse(&server.config.maxmemory_policy()),
+        Policy::parse(server.config.maxmemory_policy_name()),
         Some(Policy::Lfu { .. })
     );
     server.keyspace.set_lfu(lfu.then(|| {
@@ -246,11 +246,11 @@ fn perform_once(server: &Server) -> Outcome {
 
 #[cold]
 fn evict_until(server: &Server, limit: u64) -> Outcome {
-    let Some(policy) = Policy::parse(&server.config.maxmemory_policy()) else {
+    let Some(policy) = Policy::parse(server.config.maxmemory_policy_name()) else {
         return Outcome::Failed;
     };
-    let samples = server.config.get_i64("maxmemory-samples").max(1) as usize;
-    let time_limit = time_limit(server.config.get_i64("maxmemory-eviction-tenacity"));
+    let samples = server.config.maxmemory_samples();
+    let time_limit = time_limit(server.config.maxmemory_eviction_tenacity());
     let started = Instant::now();
     let used = counted_now();
     if used <= limit {

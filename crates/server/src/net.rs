@@ -421,7 +421,7 @@ impl Limits {
 /// `maxmemory-clients` in bytes: a percentage (stored negative) is of `maxmemory`; at least
 /// 128 KB, as in Redis, so that a mistake cannot lock every client out. 0: no limit.
 pub fn clients_memory_limit(server: &Server) -> usize {
-    let setting = server.config.get_i64("maxmemory-clients");
+    let setting = server.config.maxmemory_clients();
     let maxmemory = server.config.maxmemory();
     let bytes = if setting < 0 && maxmemory > 0 {
         (maxmemory as f64 * (-setting) as f64 / 100.0) as u64
