@@ -335,8 +335,8 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("unixsocketperm", None, o::IMMUTABLE, Kind::Number { min: 0, max: 0o777, unsigned: true, format: Format::Octal }, "0", Effect::Acts),
     opt("socket-mark-id", None, o::IMMUTABLE, Kind::Number { min: 0, max: U32_MAX, unsigned: true, format: Format::Plain }, "0", Effect::Inert),
     opt("active-defrag-max-scan-fields", None, 0, Kind::Number { min: 1, max: I64_MAX, unsigned: true, format: Format::Plain }, "1000", Effect::Inert),
-    opt("slowlog-max-len", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "128", Effect::Inert),
-    opt("acllog-max-len", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "128", Effect::Inert),
+    opt("slowlog-max-len", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "128", Effect::Acts),
+    opt("acllog-max-len", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "128", Effect::Acts),
     opt("busy-reply-threshold", Some("lua-time-limit"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "5000", Effect::Acts),
     // Latch's own: after an unclean shutdown, refuse writes this many milliseconds (the
     // Redlock page's "delayed restart"), 0 to never.
@@ -354,7 +354,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("cluster-link-sendbuf-limit", None, 0, Kind::Number { min: 0, max: U64_MAX, unsigned: true, format: Format::Memory }, "0", Effect::Inert),
     opt("hash-max-listpack-entries", Some("hash-max-ziplist-entries"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "512", Effect::Acts),
     opt("set-max-intset-entries", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "512", Effect::Acts),
-    opt("zset-max-listpack-entries", Some("zset-max-ziplist-entries"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "128", Effect::Inert),
+    opt("zset-max-listpack-entries", Some("zset-max-ziplist-entries"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Plain }, "128", Effect::Acts),
     opt("active-defrag-ignore-bytes", None, 0, Kind::Number { min: 1, max: I64_MAX, unsigned: true, format: Format::Memory }, "104857600", Effect::Inert),
     opt("hash-max-listpack-value", Some("hash-max-ziplist-value"), 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "64", Effect::Acts),
     opt("stream-node-max-bytes", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: true, format: Format::Memory }, "4096", Effect::Acts),

@@ -364,6 +364,12 @@ fn dispatch(
         return Outcome::Done;
     }
     if let Some(denied) = client.user.check(command, args) {
+        let context = if client.multi.is_some() {
+            crate::acl_log::Context::Multi
+        } else {
+            crate::acl_log::Context::TopLevel
+        };
+        crate::acl_log::log_denied(server, client, denied, context, command, args);
         let message = format!("NOPERM {}", denied.reason(command));
         reject(
             server,
@@ -987,6 +993,10 @@ pub fn script_call(
         Err(message) => return refuse(None, &message),
     };
     if let Some(message) = script_refusal(server, ctx.client, command, args, rules, run) {
+        if let Some(denied) = ctx.client.user.check(command, args) {
+            let context = crate::acl_log::Context::Lua;
+            crate::acl_log::log_denied(server, ctx.client, denied, context, command, args);
+        }
         return refuse(Some(command), &message);
     }
     Ok(run_for_script(ctx, command, args, resp, run))
@@ -1273,11 +1283,33 @@ pub fn run_transaction(server: &Server, client: &mut Client, reply: &mut Reply, 
     client.deny_blocking = true;
     for entry in queued {
         let command = table.get(entry.id);
+        // The rules may have changed since the command was queued (as Redis checks).
+        if let Some(denied) = client.user.check(command, &entry.args) {
+            let context = crate::acl_log::Context::Multi;
+            crate::acl_log::log_denied(server, client, denied, context, command, &entry.args);
+            reply.error(exec_denial(denied).as_bytes());
+            continue;
+        }
         let ran = run_command(server, client, reply, command, &entry.args, &mut keys);
         account(server, client, command, &entry.args, ran);
     }
     client.deny_blocking = false;
     client.woken.append(&mut keys.woken);
+}
+
+/// The error of a queued command the ACL rules refuse at EXEC (Redis' words).
+#[cold]
+fn exec_denial(denied: crate::acl::Denied) -> String {
+    let reason = match denied {
+        crate::acl::Denied::Command => "no permission to execute the command or subcommand",
+        crate::acl::Denied::Key => "no permission to touch the specified keys",
+        crate::acl::Denied::Channel => {
+            "no permission to access one of the channels used as arguments"
+        }
+    };
+    format!(
+        "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}"
+    )
 }
 
 /// A replica applies its primary's stream as the primary sees its keys: one past its

@@ -16,6 +16,7 @@
 //! - [`log`]: the log, in redis-server's line format or tracing's.
 
 pub mod acl;
+pub mod acl_log;
 pub mod busy_poll;
 pub mod client;
 pub mod commands;

@@ -47,6 +47,8 @@ pub struct Server {
     pub pause: crate::pause::Pause,
     /// Users and their permissions.
     pub acl: crate::acl::Acl,
+    /// ACL LOG: recent refusals and failed logins.
+    pub acl_log: crate::acl_log::AclLog,
     /// The AOF and RDB snapshots (and the replication stream, fed beside the AOF).
     pub persistence: crate::persistence::Persistence,
     /// Replicas attached to this server, and its own primary when it is a replica.
@@ -117,6 +119,7 @@ impl Server {
             scripting: Scripting::new(),
             pause: crate::pause::Pause::new(),
             acl,
+            acl_log: Default::default(),
             persistence: crate::persistence::Persistence::new(),
             replication: crate::replication::Replication::new(),
             lock_stats: crate::lock_stats::LockStats::default(),

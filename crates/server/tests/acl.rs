@@ -222,3 +222,135 @@ fn no_auth_commands_pass_any_command_rules() {
     }
     assert_eq!(transcripts[0], transcripts[1], "Latch, then redis-server");
 }
+
+/// ACL LOG's entries as (field -> value) maps, values rendered as text.
+fn acl_log(
+    conn: &mut redis::Connection,
+    count: Option<i64>,
+) -> Vec<std::collections::HashMap<String, String>> {
+    let mut cmd = redis::cmd("ACL");
+    cmd.arg("LOG");
+    if let Some(count) = count {
+        cmd.arg(count);
+    }
+    let entries: Vec<Vec<redis::Value>> = cmd.query(conn).unwrap();
+    entries
+        .into_iter()
+        .map(|fields| {
+            fields
+                .chunks(2)
+                .map(|pair| {
+                    let text = |v: &redis::Value| match v {
+                        redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+                        redis::Value::Int(n) => n.to_string(),
+                        other => format!("{other:?}"),
+                    };
+                    (text(&pair[0]), text(&pair[1]))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn acl_log_records_refusals_and_failed_logins() {
+    let server = TestServer::start(&[]);
+    let mut admin = server.client();
+    let mut raw = server.raw();
+    check(
+        &mut raw,
+        "ACL SETUSER eve on >pw +set +incr +multi +exec +eval +publish ~allowed resetchannels",
+        "+OK\r\n",
+    );
+    let mut eve = server.raw();
+    check(&mut eve, "AUTH eve pw", "+OK\r\n");
+    let refused = |conn: &mut common::RawConn, command: &str| {
+        let line = {
+            conn.send(&common::encode(
+                &command.split(' ').map(str::as_bytes).collect::<Vec<_>>(),
+            ));
+            common::read_line(conn)
+        };
+        assert!(line.starts_with("-NOPERM"), "{command}: {line}");
+    };
+    refused(&mut eve, "GET allowed");
+    refused(&mut eve, "GET allowed");
+    refused(&mut eve, "SET secret 1");
+    refused(&mut eve, "PUBLISH news hi");
+    let log = acl_log(&mut admin, None);
+    let shape: Vec<(&str, &str, &str, &str)> = log
+        .iter()
+        .map(|e| {
+            (
+                e["reason"].as_str(),
+                e["context"].as_str(),
+                e["object"].as_str(),
+                e["count"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("channel", "toplevel", "news", "1"),
+            ("key", "toplevel", "secret", "1"),
+            ("command", "toplevel", "get", "2"),
+        ]
+    );
+    assert_eq!(log[0]["username"], "eve");
+    assert!(log[0]["client-info"].starts_with("id="), "{:?}", log[0]);
+    assert_eq!(acl_log(&mut admin, Some(1)).len(), 1);
+
+    // In MULTI, at EXEC once the rules changed, in a script, and a failed login.
+    check(&mut raw, "ACL LOG RESET", "+OK\r\n");
+    check(&mut eve, "MULTI", "+OK\r\n");
+    check(&mut eve, "INCR allowed", "+QUEUED\r\n");
+    check(&mut raw, "ACL SETUSER eve -incr", "+OK\r\n");
+    check(
+        &mut eve,
+        "EXEC",
+        "*1\r\n-NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: no permission to execute the command or subcommand\r\n",
+    );
+    eve.send(&common::encode(&[
+        b"EVAL",
+        b"return redis.pcall('incr','allowed')",
+        b"0",
+    ]));
+    let line = common::read_line(&mut eve);
+    assert!(
+        line.contains("The user executing the script can't run"),
+        "{line}"
+    );
+    let mut stranger = server.raw();
+    check(
+        &mut stranger,
+        "auth eve wrong",
+        "-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+    );
+    let log = acl_log(&mut admin, None);
+    let shape: Vec<(&str, &str, &str)> = log
+        .iter()
+        .map(|e| {
+            (
+                e["reason"].as_str(),
+                e["context"].as_str(),
+                e["object"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("auth", "toplevel", "auth"),
+            ("command", "lua", "incr"),
+            ("command", "multi", "incr"),
+        ]
+    );
+
+    // At most acllog-max-len entries.
+    check(&mut raw, "CONFIG SET acllog-max-len 2", "+OK\r\n");
+    for key in ["a", "b", "c"] {
+        refused(&mut eve, &format!("SET {key} 1"));
+    }
+    assert_eq!(acl_log(&mut admin, None).len(), 2);
+}

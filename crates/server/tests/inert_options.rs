@@ -11,7 +11,7 @@ use latch_testkit::Server;
 
 /// Every inert option, by its table name, in alphabetical order.
 const INERT: &str = "
-    aclfile acllog-max-len active-defrag-cycle-max active-defrag-cycle-min
+    aclfile active-defrag-cycle-max active-defrag-cycle-min
     active-defrag-ignore-bytes active-defrag-max-scan-fields active-defrag-threshold-lower
     active-defrag-threshold-upper active-expire-effort activedefrag activerehashing
     aof-disable-auto-gc aof-rewrite-incremental-fsync aof-timestamp-enabled

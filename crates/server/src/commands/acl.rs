@@ -1,6 +1,6 @@
 //! ACL: users and their rules (the rules themselves live in `crate::acl`). SETUSER,
-//! GETUSER, DELUSER, USERS, LIST, WHOAMI, CAT, GENPASS, DRYRUN and HELP, with Redis 7.0's
-//! replies. Not yet: LOG, SAVE and LOAD (no ACL file), selectors.
+//! GETUSER, DELUSER, USERS, LIST, WHOAMI, CAT, GENPASS, DRYRUN, LOG and HELP, with Redis
+//! 7.0's replies. Not yet: an ACL file (LOAD and SAVE answer an error), selectors.
 
 use bytes::Bytes;
 
@@ -101,6 +101,35 @@ static ACL_SUBCOMMANDS: &[CommandSpec] = &[
         complexity: "O(N). Where N is the number of configured users.",
         arity: 2,
         handler: Some(acl_list),
+        ..SUBCOMMAND_BASE
+    },
+    CommandSpec {
+        name: "load",
+        summary: "Reloads the users from the ACL file (Latch reads no ACL file yet).",
+        complexity: "O(N). Where N is the number of configured users.",
+        arity: 2,
+        handler: Some(acl_file),
+        ..SUBCOMMAND_BASE
+    },
+    CommandSpec {
+        name: "log",
+        summary: "Lists the latest refusals of the ACL rules and failed logins, or clears them.",
+        complexity: "O(N) with N the number of entries shown.",
+        arity: -2,
+        arguments: &[Arg::oneof(
+            "operation",
+            &[Arg::integer("count"), Arg::token("reset", "RESET")],
+        )
+        .optional()],
+        handler: Some(acl_log),
+        ..SUBCOMMAND_BASE
+    },
+    CommandSpec {
+        name: "save",
+        summary: "Writes the users to the ACL file (Latch writes no ACL file yet).",
+        complexity: "O(N). Where N is the number of configured users.",
+        arity: 2,
+        handler: Some(acl_file),
         ..SUBCOMMAND_BASE
     },
     CommandSpec {
@@ -291,6 +320,63 @@ fn acl_genpass(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     ctx.reply.bulk(password.as_bytes());
 }
 
+/// ACL LOAD and SAVE: Redis' error without an `aclfile`; with one, that Latch reads and
+/// writes none yet (users come from ACL SETUSER).
+fn acl_file(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
+    if ctx
+        .server
+        .config
+        .get("aclfile")
+        .unwrap_or_default()
+        .is_empty()
+    {
+        ctx.reply.error(b"ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.");
+    } else {
+        ctx.reply
+            .error(b"ERR ACL files are not supported by Latch yet: users come from ACL SETUSER.");
+    }
+}
+
+fn acl_log(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    if args.len() > 3 {
+        subcommand_syntax_error(ctx, args);
+        return;
+    }
+    let count = match args.get(2) {
+        None => 10,
+        Some(arg) if arg.eq_ignore_ascii_case(b"RESET") => {
+            ctx.server.acl_log.clear();
+            ctx.reply.ok();
+            return;
+        }
+        Some(arg) => match parse_i64(arg) {
+            Some(count) => count.max(0) as usize,
+            None => {
+                ctx.reply
+                    .error(b"ERR value is not an integer or out of range");
+                return;
+            }
+        },
+    };
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let entries = ctx.server.acl_log.newest(count);
+    ctx.reply.array(entries.len());
+    for entry in &entries {
+        let fields = entry.fields(now_ms);
+        ctx.reply.map(fields.len());
+        for (name, value) in fields {
+            ctx.reply.bulk(name.as_bytes());
+            match value {
+                crate::acl_log::Field::Int(n) => ctx.reply.integer(n),
+                crate::acl_log::Field::Double(d) => ctx.reply.double(d),
+                crate::acl_log::Field::Text(text) => ctx.reply.bulk(text),
+            }
+        }
+    }
+}
+
 fn acl_dryrun(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let Some(user) = ctx.server.acl.get(&name_of(&args[2])) else {
         let message = format!("ERR User '{}' not found", name_of(&args[2]));
@@ -369,6 +455,8 @@ fn acl_help(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
             "    Answer a random password (256 bits unless told otherwise).",
             "LIST",
             "    Every user, as the rules that recreate it.",
+            "LOG [<count> | RESET]",
+            "    The latest refusals and failed logins (10 unless told), or clear them.",
             "SETUSER <username> <rule> [<rule> ...]",
             "    Create or change a user; all rules apply or none.",
             "USERS",

@@ -188,13 +188,28 @@ pub fn set_client_name(ctx: &mut Ctx<'_, '_>, name: &Bytes) -> bool {
 
 /// Logs the connection in as `user` if it exists, is on and the password matches
 /// (any password for a `nopass` user). False otherwise, changing nothing.
-fn log_in(ctx: &mut Ctx<'_, '_>, user: &[u8], password: &[u8]) -> bool {
-    let Some(found) = ctx.server.acl.get(&String::from_utf8_lossy(user)) else {
+/// Logs in as `user`; a failure goes to ACL LOG (its object: `command`, as typed).
+fn log_in(ctx: &mut Ctx<'_, '_>, command: &[u8], user: &[u8], password: &[u8]) -> bool {
+    let name = String::from_utf8_lossy(user);
+    let found = ctx.server.acl.get(&name);
+    let Some(found) = found.filter(|found| found.is_enabled() && found.password_matches(password))
+    else {
+        let context = if ctx.client.multi.is_some() {
+            crate::acl_log::Context::Multi
+        } else {
+            crate::acl_log::Context::TopLevel
+        };
+        let reason = crate::acl_log::Reason::Auth;
+        crate::acl_log::log(
+            ctx.server,
+            ctx.client,
+            &name,
+            reason,
+            context,
+            command.to_vec(),
+        );
         return false;
     };
-    if !found.is_enabled() || !found.password_matches(password) {
-        return false;
-    }
     ctx.client.authenticated = true;
     *ctx.client.shared.user.lock() = found.clone();
     ctx.client.user = found;
@@ -220,7 +235,7 @@ fn hello(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     while next < args.len() {
         let more = args.len() - 1 - next;
         if is(&args[next], "AUTH") && more >= 2 {
-            if !log_in(ctx, &args[next + 1], &args[next + 2]) {
+            if !log_in(ctx, &args[0], &args[next + 1], &args[next + 2]) {
                 ctx.reply.error(WRONGPASS);
                 return;
             }
@@ -284,7 +299,7 @@ fn auth(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     } else {
         (&args[1], &args[2])
     };
-    if log_in(ctx, user, password) {
+    if log_in(ctx, &args[0], user, password) {
         ctx.reply.ok();
     } else {
         ctx.reply.error(WRONGPASS);
