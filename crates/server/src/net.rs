@@ -611,11 +611,15 @@ where
                 (n.min(usize::MAX as u64) as usize).clamp(READ_CHUNK, MAX_UPFRONT_RESERVE)
             });
             // The argument starts at the front of the buffer: room for exactly all of it
-            // (a doubling would make it count twice against maxmemory-clients).
+            // (a doubling would make it count twice against maxmemory-clients). More only
+            // once that is full (an argument past MAX_UPFRONT_RESERVE).
+            let room = input.capacity() - input.len();
             if wanted > READ_CHUNK && input.capacity() < wanted {
                 input.reserve(wanted - input.len());
                 *input_allocation = input.capacity();
-            } else if input.capacity() - input.len() < READ_CHUNK / 2 {
+            } else if (wanted > READ_CHUNK && room == 0)
+                || (wanted <= READ_CHUNK && room < READ_CHUNK / 2)
+            {
                 input.reserve(READ_CHUNK);
                 *input_allocation = input.capacity();
             }
