@@ -169,12 +169,9 @@ pub fn log_denied(
     args: &[bytes::Bytes],
 ) {
     let user = &client.user;
-    let object = match denied {
-        Denied::Command => Some(command.full_name.as_bytes().to_vec()),
-        Denied::Key => user
-            .first_denied_key(command.spec, args)
-            .map(|k| k.to_vec()),
-        Denied::Channel => user.first_denied_channel(command, args).map(|c| c.to_vec()),
+    let object = match user.denial(command, args) {
+        Some((Denied::Key | Denied::Channel, at)) if denied != Denied::Command => args[at].to_vec(),
+        _ => command.full_name.as_bytes().to_vec(),
     };
     log(
         server,
@@ -182,7 +179,7 @@ pub fn log_denied(
         &user.name,
         Reason::Denied(denied),
         context,
-        object.unwrap_or_default(),
+        object,
     );
 }
 

@@ -254,7 +254,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("latency-tracking", None, 0, Kind::Bool, "yes", Effect::Acts),
     opt("aof-disable-auto-gc", None, 0, Kind::Bool, "no", Effect::Inert),
     opt("replica-ignore-disk-write-errors", None, 0, Kind::Bool, "no", Effect::Inert),
-    opt("aclfile", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: None }, "", Effect::Inert),
+    opt("aclfile", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: None }, "", Effect::Acts),
     opt("unixsocket", None, o::IMMUTABLE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Acts),
     opt("pidfile", None, o::IMMUTABLE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Acts),
     opt("replica-announce-ip", Some("slave-announce-ip"), 0, Kind::Text { empty_is_null: true, check: None }, "", Effect::Acts),
@@ -598,7 +598,7 @@ fn format_percentile(value: f64) -> String {
 }
 
 /// The OS error text without Rust's " (os error N)" suffix, as C's `strerror`.
-fn strerror(error: &std::io::Error) -> String {
+pub(crate) fn strerror(error: &std::io::Error) -> String {
     let text = error.to_string();
     match text.find(" (os error") {
         Some(cut) => text[..cut].to_string(),
@@ -1367,6 +1367,8 @@ fn read_config_files(name: &str) -> Result<String, ConfigError> {
 /// Applies config-file text to a set of values.
 struct Loader {
     values: Vec<Value>,
+    /// `user` lines: the name, then the rules.
+    users: Vec<Vec<String>>,
     /// The first `save` line replaces the default; later ones add to it.
     save_loaded: bool,
     depth: usize,
@@ -1376,6 +1378,7 @@ impl Loader {
     fn new() -> Loader {
         Loader {
             values: OPTIONS.iter().map(default_value).collect(),
+            users: Vec::new(),
             save_loaded: false,
             depth: 0,
         }
@@ -1447,7 +1450,12 @@ impl Loader {
                     continue;
                 }
                 "rename-command" if argc == 3 => "Latch does not support rename-command",
-                "user" if argc >= 2 => "Latch does not support ACL users yet",
+                "user" if argc >= 2 => {
+                    crate::acl::file::check_config_user(&argv, &self.users)
+                        .map_err(|message| fatal(at, &message))?;
+                    self.users.push(argv[1..].to_vec());
+                    continue;
+                }
                 "loadmodule" if argc >= 2 => "Latch does not load modules",
                 "sentinel" => "Latch has no sentinel mode",
                 _ if name.contains('.') && argc < 2 => "Module config specified without value",
@@ -1570,6 +1578,8 @@ pub struct Config {
     hot: HotValues,
     /// The config file given at start-up, absolute (CONFIG REWRITE writes it).
     config_file: Option<PathBuf>,
+    /// The config file's `user` lines (name, then rules), created at start-up.
+    users: Vec<Vec<String>>,
 }
 
 impl Default for Config {
@@ -1580,6 +1590,7 @@ impl Default for Config {
             epoch: AtomicU64::new(0),
             hot: HotValues::default(),
             config_file: None,
+            users: Vec::new(),
         };
         config.refresh_hot();
         config
@@ -1643,10 +1654,16 @@ impl Config {
             epoch: AtomicU64::new(0),
             hot: HotValues::default(),
             config_file,
+            users: loader.users,
         };
         config.refresh_hot();
         crate::log::set_level(&config.loglevel());
         Ok(config)
+    }
+
+    /// The config file's `user` lines: each the name, then the rules.
+    pub fn users(&self) -> &[Vec<String>] {
+        &self.users
     }
 
     /// The config file given at start-up (absolute), if any.
@@ -2220,7 +2237,9 @@ impl Config {
 
     /// CONFIG REWRITE: rewrites the config file with the values in force, keeping comments,
     /// order and lines it does not understand; `force_all` writes every option.
-    pub fn rewrite(&self, force_all: bool) -> Result<(), String> {
+    /// `users` are the `user` lines to write (Redis writes every user unless an ACL file
+    /// holds them: then `None`, and the config file's user lines go).
+    pub fn rewrite(&self, force_all: bool, users: Option<Vec<String>>) -> Result<(), String> {
         let Some(path) = &self.config_file else {
             return Err("ERR The server is running without a config file".to_string());
         };
@@ -2234,8 +2253,11 @@ impl Config {
             }
             state.mark_processed(def.name);
         }
-        // Latch has no ACL users or modules: lines about them are dropped.
+        for line in users.unwrap_or_default() {
+            state.rewrite_line("user", line, true);
+        }
         state.mark_processed("user");
+        // Latch has no modules: lines loading them are dropped.
         state.mark_processed("loadmodule");
         state.remove_orphaned();
         overwrite_file(path, state.content().as_bytes()).map_err(failed)
@@ -2372,7 +2394,7 @@ impl RewriteState {
 }
 
 /// Replaces a file atomically: write a temporary file beside it, sync, rename over.
-fn overwrite_file(path: &Path, content: &[u8]) -> std::io::Result<()> {
+pub(crate) fn overwrite_file(path: &Path, content: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let suffix: String = crate::server::random_hex(6);
     let mut temp_name = path.as_os_str().to_owned();

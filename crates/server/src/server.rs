@@ -83,6 +83,15 @@ impl Server {
             || self.replication.good_replicas(max_lag) >= to_write
     }
 
+    /// CONFIG REWRITE: the options in force, and the users unless an ACL file holds them.
+    pub fn rewrite_config(&self, force_all: bool) -> Result<(), String> {
+        let acl_file = self.config.get("aclfile").unwrap_or_default();
+        let users = acl_file
+            .is_empty()
+            .then(|| crate::acl::file::user_lines(&self.acl));
+        self.config.rewrite(force_all, users)
+    }
+
     pub fn new(config: Config) -> Server {
         let acl = crate::acl::Acl::new(config.requirepass().as_deref());
         let databases = config.databases();

@@ -105,10 +105,10 @@ static ACL_SUBCOMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "load",
-        summary: "Reloads the users from the ACL file (Latch reads no ACL file yet).",
+        summary: "Reloads the users from the ACL file.",
         complexity: "O(N). Where N is the number of configured users.",
         arity: 2,
-        handler: Some(acl_file),
+        handler: Some(acl_load),
         ..SUBCOMMAND_BASE
     },
     CommandSpec {
@@ -126,10 +126,10 @@ static ACL_SUBCOMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "save",
-        summary: "Writes the users to the ACL file (Latch writes no ACL file yet).",
+        summary: "Writes the users to the ACL file.",
         complexity: "O(N). Where N is the number of configured users.",
         arity: 2,
-        handler: Some(acl_file),
+        handler: Some(acl_save),
         ..SUBCOMMAND_BASE
     },
     CommandSpec {
@@ -203,10 +203,7 @@ fn acl_getuser(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let reply = &mut *ctx.reply;
     reply.map(6);
     reply.bulk(b"flags");
-    let mut flags = vec![if rules.enabled { "on" } else { "off" }];
-    if rules.nopass {
-        flags.push("nopass");
-    }
+    let flags = rules.flags();
     reply.array(flags.len());
     for flag in flags {
         reply.bulk(flag.as_bytes());
@@ -216,14 +213,23 @@ fn acl_getuser(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     for hash in &rules.passwords {
         reply.bulk(crate::acl::hex(hash).as_bytes());
     }
-    reply.bulk(b"commands");
-    reply.bulk(rules.describe_commands().as_bytes());
-    reply.bulk(b"keys");
-    reply.bulk(rules.describe_keys().as_bytes());
-    reply.bulk(b"channels");
-    reply.bulk(rules.describe_channels().as_bytes());
+    describe_selector(reply, &rules.root);
     reply.bulk(b"selectors");
-    reply.array(0);
+    reply.array(rules.selectors.len());
+    for selector in &rules.selectors {
+        reply.map(3);
+        describe_selector(reply, selector);
+    }
+}
+
+/// A selector's commands, keys and channels, as three pairs of ACL GETUSER's map.
+fn describe_selector(reply: &mut latch_protocol::reply::Reply, selector: &crate::acl::Selector) {
+    reply.bulk(b"commands");
+    reply.bulk(selector.describe_commands().as_bytes());
+    reply.bulk(b"keys");
+    reply.bulk(selector.describe_keys().as_bytes());
+    reply.bulk(b"channels");
+    reply.bulk(selector.describe_channels().as_bytes());
 }
 
 fn acl_deluser(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
@@ -233,7 +239,16 @@ fn acl_deluser(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         return;
     }
     let removed = ctx.server.acl.delete(&names);
-    // Connections logged in as a removed user are closed, as in Redis.
+    close_clients_of(ctx, &removed);
+    ctx.reply.integer(removed.len() as i64);
+}
+
+/// Closes the connections logged in as users that no longer exist, as Redis does (this
+/// one after its reply).
+fn close_clients_of(ctx: &mut Ctx<'_, '_>, removed: &[std::sync::Arc<crate::acl::User>]) {
+    if removed.is_empty() {
+        return;
+    }
     for client in ctx.server.clients.list() {
         let user = client.user.lock().clone();
         if removed.iter().any(|r| std::sync::Arc::ptr_eq(r, &user)) {
@@ -244,7 +259,6 @@ fn acl_deluser(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             }
         }
     }
-    ctx.reply.integer(removed.len() as i64);
 }
 
 fn acl_users(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
@@ -320,20 +334,44 @@ fn acl_genpass(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     ctx.reply.bulk(password.as_bytes());
 }
 
-/// ACL LOAD and SAVE: Redis' error without an `aclfile`; with one, that Latch reads and
-/// writes none yet (users come from ACL SETUSER).
-fn acl_file(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
-    if ctx
-        .server
-        .config
-        .get("aclfile")
-        .unwrap_or_default()
-        .is_empty()
-    {
+/// The `aclfile` in use, or Redis' error without one.
+fn acl_file_path(ctx: &mut Ctx<'_, '_>) -> Option<String> {
+    let path = ctx.server.config.get("aclfile").unwrap_or_default();
+    if path.is_empty() {
         ctx.reply.error(b"ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.");
-    } else {
-        ctx.reply
-            .error(b"ERR ACL files are not supported by Latch yet: users come from ACL SETUSER.");
+        return None;
+    }
+    Some(path)
+}
+
+/// ACL LOAD: the file's users replace all others, or nothing changes.
+fn acl_load(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
+    let Some(path) = acl_file_path(ctx) else {
+        return;
+    };
+    let all_channels_by_default = ctx.server.config.get_i64("acl-pubsub-default") == 1;
+    match crate::acl::file::read(&path, all_channels_by_default) {
+        Ok(users) => {
+            let removed = ctx.server.acl.replace_all(users);
+            close_clients_of(ctx, &removed);
+            crate::pubsub::close_revoked_subscribers(ctx.server, &ctx.server.acl.default_user());
+            ctx.reply.ok();
+        }
+        Err(errors) => ctx.reply.error(format!("ERR {errors}").as_bytes()),
+    }
+}
+
+/// ACL SAVE: every user to the file.
+fn acl_save(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
+    let Some(path) = acl_file_path(ctx) else {
+        return;
+    };
+    match crate::acl::file::save(&ctx.server.acl, &path) {
+        Ok(()) => ctx.reply.ok(),
+        Err(error) => {
+            tracing::warn!("Writing ACL file for ACL SAVE: {error}");
+            ctx.reply.error(b"ERR There was an error trying to save the ACLs. Please check the server logs for more information");
+        }
     }
 }
 
@@ -402,40 +440,25 @@ fn acl_dryrun(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         ctx.reply.error(message.as_bytes());
         return;
     }
-    match user.check(command, command_args) {
-        None => ctx.reply.ok(),
-        Some(crate::acl::Denied::Command) => {
-            let text = format!(
-                "This user has no permissions to run the '{}' command",
-                command.full_name
-            );
-            ctx.reply.bulk(text.as_bytes());
+    let text = match user.denial(command, command_args) {
+        None => {
+            ctx.reply.ok();
+            return;
         }
-        Some(crate::acl::Denied::Channel) => {
-            let text = match user.first_denied_channel(command, command_args) {
-                Some(channel) => format!(
-                    "This user has no permissions to access the '{}' channel",
-                    name_of(&channel)
-                ),
-                None => {
-                    "This user has no permissions to access one of the channels used as arguments"
-                        .to_string()
-                }
-            };
-            ctx.reply.bulk(text.as_bytes());
-        }
-        Some(crate::acl::Denied::Key) => {
-            let text = match user.first_denied_key(command.spec, command_args) {
-                Some(key) => format!(
-                    "This user has no permissions to access the '{}' key",
-                    name_of(&key)
-                ),
-                None => "This user has no permissions to access one of the keys used as arguments"
-                    .to_string(),
-            };
-            ctx.reply.bulk(text.as_bytes());
-        }
-    }
+        Some((crate::acl::Denied::Command, _)) => format!(
+            "This user has no permissions to run the '{}' command",
+            command.full_name
+        ),
+        Some((crate::acl::Denied::Channel, at)) => format!(
+            "This user has no permissions to access the '{}' channel",
+            name_of(&command_args[at])
+        ),
+        Some((crate::acl::Denied::Key, at)) => format!(
+            "This user has no permissions to access the '{}' key",
+            name_of(&command_args[at])
+        ),
+    };
+    ctx.reply.bulk(text.as_bytes());
 }
 
 fn acl_help(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {

@@ -195,7 +195,7 @@ fn config_resetstat(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
 }
 
 fn config_rewrite(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
-    match ctx.server.config.rewrite(false) {
+    match ctx.server.rewrite_config(false) {
         Ok(()) => {
             tracing::warn!("CONFIG REWRITE executed with success");
             ctx.reply.ok();

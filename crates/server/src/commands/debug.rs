@@ -75,7 +75,7 @@ fn debug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         crate::persistence::aof::AofLog::set_flush_sleep_us(us);
         ctx.reply.ok();
     } else if is(sub, "CONFIG-REWRITE-FORCE-ALL") && argc == 2 {
-        match ctx.server.config.rewrite(true) {
+        match ctx.server.rewrite_config(true) {
             Ok(()) => ctx.reply.ok(),
             Err(message) => ctx
                 .reply

@@ -195,6 +195,16 @@ fn parse_options<'a>(
         get: Vec::new(),
         store: None,
     };
+    // BY and GET patterns may name any key: Redis allows them only to a user that may
+    // read every key with this command (asked once, the first time one is seen).
+    let mut reads_any_key: Option<bool> = None;
+    let mut may_read_any_key = |ctx: &Ctx<'_, '_>| {
+        *reads_any_key.get_or_insert_with(|| {
+            crate::table::table()
+                .lookup(&args[0])
+                .is_some_and(|command| ctx.client.user.reads_any_key(command, args))
+        })
+    };
     let mut index = 2;
     while index < args.len() {
         let arg = &args[index];
@@ -223,8 +233,18 @@ fn parse_options<'a>(
             options.by = Some(pattern);
             // A constant pattern weighs every element the same: nothing to sort.
             options.dont_sort = !c_string(pattern).contains(&b'*');
+            if !options.dont_sort && !may_read_any_key(ctx) {
+                ctx.reply
+                    .error(b"ERR BY option of SORT denied due to insufficient ACL permissions.");
+                return None;
+            }
             index += 1;
         } else if is(arg, "GET") && left >= 1 {
+            if !may_read_any_key(ctx) {
+                ctx.reply
+                    .error(b"ERR GET option of SORT denied due to insufficient ACL permissions.");
+                return None;
+            }
             options.get.push(&args[index + 1]);
             index += 1;
         } else {

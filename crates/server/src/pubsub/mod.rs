@@ -375,7 +375,7 @@ pub fn leave_all(server: &Server, shared: &ClientShared, subscriptions: &mut Sub
 /// the rules no longer allow, as Redis does.
 pub fn close_revoked_subscribers(server: &Server, user: &Arc<crate::acl::User>) {
     let rules = user.rules();
-    if rules.all_channels {
+    if rules.all_channels() {
         return;
     }
     for client in server.clients.list() {
