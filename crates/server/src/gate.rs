@@ -391,11 +391,16 @@ fn dispatch(
         reject(server, client, reply, Some(command), args, err::OOM);
         return Outcome::Done;
     }
+    // After eviction, Redis brings the tracking table under `tracking-table-max-keys`
+    // (the cron does it too), so a lowered limit acts on the next command, queued or not.
+    if server.tracking.client_count() > 0 {
+        server.tracking.limit_table(server);
+    }
     if client.shared.outbox.queued() > 0
         && !matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skip)
     {
-        // What eviction just told this client (it tracked an evicted key) goes before the
-        // reply, as in Redis, which evicts before it runs the command.
+        // What eviction or the table's limit just told this client (it tracked a key that
+        // went) goes before the reply, as in Redis, which does both before the command.
         client.shared.outbox.take_into(reply.buffer());
     }
     if !link && !server.enough_replicas() && writes(client, command) {

@@ -515,7 +515,7 @@ impl Tracking {
     /// Redis' `trackingLimitUsedSlots`: over `tracking-table-max-keys`, drops keys (as if
     /// they had changed, so their holders stop caching them) until under it, trying 100
     /// keys more each time the last run ended still over it.
-    fn limit_table(&self, server: &Server) {
+    pub fn limit_table(&self, server: &Server) {
         let max = self.max_keys(server);
         if max == 0 {
             return;
