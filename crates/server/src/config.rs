@@ -272,7 +272,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("bgsave_cpulist", None, o::IMMUTABLE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Inert),
     opt("ignore-warnings", None, 0, Kind::Text { empty_is_null: false, check: None }, "", Effect::Inert),
     opt("proc-title-template", None, 0, Kind::Text { empty_is_null: false, check: Some(check_proc_title) }, "{title} {listen-addr} {server-mode}", Effect::Inert),
-    opt("bind-source-addr", None, 0, Kind::Text { empty_is_null: true, check: None }, "", Effect::Inert),
+    opt("bind-source-addr", None, 0, Kind::Text { empty_is_null: true, check: None }, "", Effect::Acts),
     opt("logfile", None, o::IMMUTABLE, Kind::Text { empty_is_null: false, check: None }, "", Effect::Acts),
     opt("masterauth", None, o::SENSITIVE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Acts),
     opt("requirepass", None, o::SENSITIVE, Kind::Text { empty_is_null: true, check: None }, "", Effect::Acts),
@@ -292,8 +292,8 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("enable-module-command", None, o::IMMUTABLE, Kind::Enum(PROTECTED_ACTION), "no", Effect::Inert),
     opt("cluster-preferred-endpoint-type", None, 0, Kind::Enum(CLUSTER_ENDPOINT_TYPE), "ip", Effect::Inert),
     opt("propagation-error-behavior", None, 0, Kind::Enum(PROPAGATION_ERROR_BEHAVIOR), "ignore", Effect::Inert),
-    opt("shutdown-on-sigint", None, o::MULTI_ARG, Kind::Enum(SHUTDOWN_ON_SIG), "default", Effect::Inert),
-    opt("shutdown-on-sigterm", None, o::MULTI_ARG, Kind::Enum(SHUTDOWN_ON_SIG), "default", Effect::Inert),
+    opt("shutdown-on-sigint", None, o::MULTI_ARG, Kind::Enum(SHUTDOWN_ON_SIG), "default", Effect::Acts),
+    opt("shutdown-on-sigterm", None, o::MULTI_ARG, Kind::Enum(SHUTDOWN_ON_SIG), "default", Effect::Acts),
     opt("databases", None, o::IMMUTABLE, Kind::Number { min: 1, max: I32_MAX, unsigned: false, format: Format::Plain }, "16", Effect::Acts),
     opt("port", None, 0, Kind::Number { min: 0, max: 65535, unsigned: false, format: Format::Plain }, "6379", Effect::Acts),
     opt("io-threads", None, o::DEBUG | o::IMMUTABLE, Kind::Number { min: 1, max: 128, unsigned: false, format: Format::Plain }, "1", Effect::Acts),
@@ -322,7 +322,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("repl-timeout", None, 0, Kind::Number { min: 1, max: I32_MAX, unsigned: false, format: Format::Plain }, "60", Effect::Acts),
     opt("repl-ping-replica-period", Some("repl-ping-slave-period"), 0, Kind::Number { min: 1, max: I32_MAX, unsigned: false, format: Format::Plain }, "10", Effect::Acts),
     opt("list-compress-depth", None, o::DEBUG, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
-    opt("rdb-key-save-delay", None, o::HIDDEN, Kind::Number { min: I32_MIN, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
+    opt("rdb-key-save-delay", None, o::HIDDEN, Kind::Number { min: I32_MIN, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
     opt("key-load-delay", None, o::HIDDEN, Kind::Number { min: I32_MIN, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
     opt("active-expire-effort", None, 0, Kind::Number { min: 1, max: 10, unsigned: false, format: Format::Plain }, "1", Effect::Inert),
     opt("hz", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "10", Effect::Acts),
@@ -371,7 +371,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("client-output-buffer-limit", None, o::MULTI_ARG, Kind::Special(Special::ClientOutputBufferLimit), "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", Effect::Acts),
     opt("oom-score-adj-values", None, o::MULTI_ARG, Kind::Special(Special::OomScoreAdjValues), "0 200 800", Effect::Acts),
     opt("notify-keyspace-events", None, 0, Kind::Special(Special::NotifyKeyspaceEvents), "", Effect::Acts),
-    opt("bind", None, o::MULTI_ARG, Kind::Special(Special::Bind), "127.0.0.1 -::1", Effect::Acts),
+    opt("bind", None, o::MULTI_ARG, Kind::Special(Special::Bind), "* -::*", Effect::Acts),
     opt("replicaof", Some("slaveof"), o::IMMUTABLE | o::MULTI_ARG, Kind::Special(Special::ReplicaOf), "", Effect::Acts),
     opt("latency-tracking-info-percentiles", None, o::MULTI_ARG, Kind::Special(Special::LatencyPercentiles), "50 99 99.9", Effect::Acts),
 ];
@@ -1734,7 +1734,7 @@ impl Config {
         }
     }
 
-    /// The `bind` addresses as configured (`127.0.0.1 -::1` by default).
+    /// The `bind` addresses as configured (`* -::*` by default, as redis-server).
     pub fn bind_config(&self) -> Vec<String> {
         match self.values.read()[lookup("bind").map(|(i, _)| i).unwrap_or(0)].clone() {
             Value::Words(words) => words,
@@ -1744,9 +1744,9 @@ impl Config {
 
     /// The addresses to listen on, derived from `bind`: `*` is every IPv4 address, `::*`
     /// every IPv6 one. An address marked optional keeps its leading `-`: the listener skips it
-    /// when it cannot be bound (no IPv6 on the host, or IPv6-any next to IPv4-any on a
-    /// dual-stack host), as Redis does. Latch's default is Redis' shipped redis.conf one,
-    /// `127.0.0.1 -::1`: loopback only.
+    /// when it cannot be bound (no IPv6 on the host), as Redis does. The default is
+    /// redis-server's, every address, with `protected-mode` turning away clients from
+    /// other hosts while the default user has no password; `latch.conf` binds 127.0.0.1.
     pub fn bind(&self) -> Vec<String> {
         self.bind_config()
             .iter()
@@ -2186,24 +2186,6 @@ impl Config {
             }
             updated[*index] = value;
         }
-        // Changes Latch cannot carry out refuse the command before anything takes effect.
-        for &(index, entry_name) in &changed {
-            match OPTIONS[index].name {
-                "port" => {
-                    return Err(SetError::Failed(
-                        entry_name.to_string(),
-                        "Unable to listen on this port: Latch cannot move its listeners while running".to_string(),
-                    ))
-                }
-                "bind" => {
-                    return Err(SetError::Failed(
-                        entry_name.to_string(),
-                        "Failed to bind to specified addresses: Latch cannot move its listeners while running".to_string(),
-                    ))
-                }
-                _ => {}
-            }
-        }
         // The directory change is the one step that can fail after checks; it goes last.
         for &(index, entry_name) in &changed {
             if let Value::Text(Some(path)) = &updated[index] {
@@ -2591,9 +2573,10 @@ mod tests {
         assert_eq!(config.get("save").unwrap(), "");
         let config = Config::default();
         assert_eq!(config.get("save").unwrap(), "3600 1 300 100 60 10000");
+        // redis-server's default: every address (IPv6 optional).
         assert_eq!(
             config.bind(),
-            vec!["127.0.0.1".to_string(), "-::1".to_string()]
+            vec!["0.0.0.0".to_string(), "-::".to_string()]
         );
         assert_eq!(
             config.get("client-output-buffer-limit").unwrap(),

@@ -36,6 +36,7 @@ pub mod pubsub;
 pub mod replication;
 pub mod scripting;
 pub mod server;
+pub mod shutdown;
 pub mod spec;
 pub mod stats;
 pub mod table;
@@ -57,7 +58,7 @@ pub async fn run(config: config::Config) -> anyhow::Result<()> {
     tokio::spawn(net::cron(server.clone()));
     tokio::spawn(pause::keeper(server.clone()));
     tokio::spawn(evict::background(server.clone()));
-    let stopper = server.clone();
+    let signalled = server.clone();
     tokio::spawn(async move {
         use tokio::signal::unix::{signal, SignalKind};
         let (Ok(mut term), Ok(mut int)) = (
@@ -66,11 +67,13 @@ pub async fn run(config: config::Config) -> anyhow::Result<()> {
         ) else {
             return;
         };
-        tokio::select! {
-            _ = term.recv() => tracing::warn!("Received SIGTERM scheduling shutdown..."),
-            _ = int.recv() => tracing::warn!("Received SIGINT scheduling shutdown..."),
+        loop {
+            let sigint = tokio::select! {
+                _ = term.recv() => false,
+                _ = int.recv() => true,
+            };
+            shutdown::on_signal(&signalled, sigint);
         }
-        stopper.request_shutdown();
     });
     while !server.is_shutting_down() {
         let notified = server.shutdown.notified();

@@ -20,7 +20,7 @@ fn main() {
     let no_config = args.is_empty();
     if args.iter().any(|a| a == "-h" || a == "--help") {
         println!(
-            "Usage: latch-server [/path/to/latch.conf] [--option value ...]\n       latch-server -v | --version\n       latch-server -h | --help\n\nOptions have redis-server's names and syntax, e.g.\n       latch-server --port 7777 --dir ./data\n       latch-server --port 0 --unixsocket /tmp/latch.sock\nWith no arguments it listens on 127.0.0.1:6379."
+            "Usage: latch-server [/path/to/latch.conf] [--option value ...]\n       latch-server -v | --version\n       latch-server -h | --help\n\nOptions have redis-server's names and syntax, e.g.\n       latch-server --port 7777 --dir ./data\n       latch-server --port 0 --unixsocket /tmp/latch.sock\nWith no arguments it listens on port 6379 of every address, as redis-server: with\nprotected-mode on, clients from other hosts are refused until a password is set."
         );
         return;
     }

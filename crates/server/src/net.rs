@@ -38,36 +38,17 @@ const REPLY_FLUSH_AT: usize = 64 * 1024;
 
 /// Binds every configured listener. Fails (naming the address) when one cannot be bound.
 pub async fn bind(server: &Server) -> anyhow::Result<(Vec<TcpListener>, Option<UnixListener>)> {
-    let mut tcp = Vec::new();
     let port = server.config.port();
-    if port != 0 {
-        for configured in server.config.bind() {
-            let optional = configured.starts_with('-');
-            let address = configured.trim_start_matches('-').to_string();
-            let target = if address.contains(':') {
-                format!("[{address}]:{port}")
-            } else {
-                format!("{address}:{port}")
-            };
-            let listener = match TcpListener::bind(&target).await {
-                Ok(listener) => listener,
-                Err(e) if optional => {
-                    debug!(address = %target, error = %e, "skipping optional bind address");
-                    continue;
-                }
-                Err(e) => {
-                    // The lines redis-server writes; Redis' test suite looks for the second
-                    // to try another port.
-                    warn!(
-                        "Warning: Could not create server TCP listening socket {target}: bind: {e}"
-                    );
-                    warn!("Failed listening on port {port} (TCP), aborting.");
-                    anyhow::bail!("could not bind {target}: {e}")
-                }
-            };
-            tcp.push(listener);
+    let tcp = match bind_tcp(port, &server.config.bind()).await {
+        Ok(tcp) => tcp,
+        Err((target, e)) => {
+            // The lines redis-server writes; Redis' test suite looks for the second to try
+            // another port.
+            warn!("Warning: Could not create server TCP listening socket {target}: bind: {e}");
+            warn!("Failed listening on port {port} (TCP), aborting.");
+            anyhow::bail!("could not bind {target}: {e}")
         }
-    }
+    };
     let unix = match server.config.unixsocket() {
         Some(path) if !path.is_empty() => {
             let _ = std::fs::remove_file(&path);
@@ -88,6 +69,155 @@ pub async fn bind(server: &Server) -> anyhow::Result<(Vec<TcpListener>, Option<U
     Ok((tcp, unix))
 }
 
+/// Listens on `port` at each address (none when the port is 0). An address marked
+/// optional (`-::1`) is skipped when it cannot be bound; any other failure is the target
+/// and its error.
+async fn bind_tcp(
+    port: u16,
+    addresses: &[String],
+) -> Result<Vec<TcpListener>, (String, std::io::Error)> {
+    let mut tcp = Vec::new();
+    if port == 0 {
+        return Ok(tcp);
+    }
+    for configured in addresses {
+        let optional = configured.starts_with('-');
+        let address = configured.trim_start_matches('-');
+        let target = if address.contains(':') {
+            format!("[{address}]:{port}")
+        } else {
+            format!("{address}:{port}")
+        };
+        match listen_on(&target).await {
+            Ok(listener) => tcp.push(listener),
+            Err(e) if optional => {
+                debug!(address = %target, error = %e, "skipping optional bind address");
+            }
+            Err(e) => return Err((target, e)),
+        }
+    }
+    Ok(tcp)
+}
+
+/// A listening socket at `target` (`host:port`), as Redis' anetTcpServer makes them:
+/// SO_REUSEADDR, and an IPv6 socket only for IPv6 (so `::*` and `*` both bind on a
+/// dual-stack host).
+async fn listen_on(target: &str) -> std::io::Result<TcpListener> {
+    let mut failure = None;
+    for addr in tokio::net::lookup_host(target).await? {
+        let attempt = (|| {
+            let socket = if addr.is_ipv6() {
+                let socket = tokio::net::TcpSocket::new_v6()?;
+                use std::os::fd::AsRawFd;
+                if !setsockopt_int(socket.as_raw_fd(), libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 1) {
+                    return Err(std::io::Error::last_os_error());
+                }
+                socket
+            } else {
+                tokio::net::TcpSocket::new_v4()?
+            };
+            socket.set_reuseaddr(true)?;
+            socket.bind(addr)?;
+            socket.listen(TCP_BACKLOG)
+        })();
+        match attempt {
+            Ok(listener) => return Ok(listener),
+            Err(e) => failure = Some(e),
+        }
+    }
+    Err(failure.unwrap_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "no address to listen on")
+    }))
+}
+
+/// Redis' `tcp-backlog` default.
+const TCP_BACKLOG: u32 = 511;
+
+/// The TCP listeners' accept loops, which CONFIG SET port and bind replace while the
+/// server runs.
+#[derive(Default)]
+pub struct Listeners {
+    running: parking_lot::Mutex<Vec<Accepting>>,
+}
+
+/// One accept loop: told to stop, it drops its listener (closing the socket) and ends.
+struct Accepting {
+    stop: tokio::sync::oneshot::Sender<()>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl Listeners {
+    fn start(&self, server: &Arc<Server>, listeners: Vec<TcpListener>) {
+        let mut running = self.running.lock();
+        for listener in listeners {
+            running.push(accept_tcp(server.clone(), listener));
+        }
+    }
+
+    /// Stops every accept loop and waits until their sockets are closed.
+    async fn stop_all(&self) {
+        let stopping = std::mem::take(&mut *self.running.lock());
+        for accepting in stopping {
+            let _ = accepting.stop.send(());
+            let _ = accepting.done.await;
+        }
+    }
+}
+
+/// CONFIG SET port / bind, once the new values are set: listens as they say. A new port
+/// alone is bound before the old listeners close, so a port in use changes nothing; new
+/// addresses are bound after the old ones close (they may be among them), and the old
+/// ones are bound again if that fails, as Redis does. The error is Redis' reason.
+pub fn relisten(
+    server: &Arc<Server>,
+    old: (u16, Vec<String>),
+    new: (u16, Vec<String>),
+) -> Result<(), &'static str> {
+    let (done, result) = std::sync::mpsc::channel();
+    let task_server = server.clone();
+    tokio::spawn(async move {
+        let server = task_server;
+        let outcome = if old.1 == new.1 {
+            match bind_tcp(new.0, &new.1).await {
+                Ok(listeners) => {
+                    server.listeners.stop_all().await;
+                    server.listeners.start(&server, listeners);
+                    Ok(())
+                }
+                Err((target, e)) => {
+                    warn!("Could not create server TCP listening socket {target}: bind: {e}");
+                    Err("Unable to listen on this port")
+                }
+            }
+        } else {
+            server.listeners.stop_all().await;
+            match bind_tcp(new.0, &new.1).await {
+                Ok(listeners) => {
+                    server.listeners.start(&server, listeners);
+                    Ok(())
+                }
+                Err((target, e)) => {
+                    warn!("Could not create server TCP listening socket {target}: bind: {e}");
+                    warn!("Failed to bind, trying to restore old listening sockets.");
+                    match bind_tcp(old.0, &old.1).await {
+                        Ok(listeners) => server.listeners.start(&server, listeners),
+                        Err((target, e)) => {
+                            warn!("Failed to restore old listening socket {target}: {e}")
+                        }
+                    }
+                    Err("Failed to bind to specified addresses.")
+                }
+            }
+        };
+        let _ = done.send(outcome);
+    });
+    crate::server::beside_runtime(|| {
+        result
+            .recv()
+            .unwrap_or(Err("Failed to bind to specified addresses."))
+    })
+}
+
 /// Accepts connections until shutdown is requested.
 pub async fn serve(server: Arc<Server>, tcp: Vec<TcpListener>, unix: Option<UnixListener>) {
     tokio::spawn(crate::busy_poll::run(server.clone()));
@@ -95,36 +225,7 @@ pub async fn serve(server: Arc<Server>, tcp: Vec<TcpListener>, unix: Option<Unix
     if let Some((host, port)) = server.config.replicaof() {
         crate::replication::replica::start(&server, crate::replication::PrimaryAddr { host, port });
     }
-    for listener in tcp {
-        let server = server.clone();
-        tokio::spawn(async move {
-            let local = listener
-                .local_addr()
-                .map(|a| a.to_string())
-                .unwrap_or_default();
-            loop {
-                match listener.accept().await {
-                    Ok((stream, peer)) => {
-                        let _ = stream.set_nodelay(true);
-                        set_keepalive(&stream, server.config.tcp_keepalive_s());
-                        let fd = raw_fd(&stream);
-                        spawn_connection(
-                            server.clone(),
-                            stream,
-                            peer.to_string(),
-                            local.clone(),
-                            fd,
-                            false,
-                        );
-                    }
-                    Err(e) => {
-                        warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
-                }
-            }
-        });
-    }
+    server.listeners.start(&server, tcp);
     if let Some(listener) = unix {
         let server = server.clone();
         tokio::spawn(async move {
@@ -150,6 +251,43 @@ pub async fn serve(server: Arc<Server>, tcp: Vec<TcpListener>, unix: Option<Unix
             }
         });
     }
+}
+
+/// One TCP listener's accept loop, until it is told to stop.
+fn accept_tcp(server: Arc<Server>, listener: TcpListener) -> Accepting {
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let done = tokio::spawn(async move {
+        let local = listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        loop {
+            let accepted = tokio::select! {
+                _ = &mut stopped => return,
+                accepted = listener.accept() => accepted,
+            };
+            match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    set_keepalive(&stream, server.config.tcp_keepalive_s());
+                    let fd = raw_fd(&stream);
+                    spawn_connection(
+                        server.clone(),
+                        stream,
+                        peer.to_string(),
+                        local.clone(),
+                        fd,
+                        false,
+                    );
+                }
+                Err(e) => {
+                    warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+        }
+    });
+    Accepting { stop, done }
 }
 
 fn raw_fd<T: std::os::fd::AsRawFd>(stream: &T) -> i64 {
@@ -1825,6 +1963,10 @@ pub async fn cron(server: Arc<Server>) {
     loop {
         let hz = server.config.hz().clamp(1, 500);
         tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
+        if server.cron_paused.load(Ordering::Relaxed) {
+            continue;
+        }
+        crate::shutdown::run_pending(&server).await;
         if server.is_shutting_down() {
             return;
         }

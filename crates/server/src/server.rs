@@ -40,6 +40,12 @@ pub struct Server {
     /// Client-side caching: tracking clients, the keys they hold, BCAST prefixes.
     pub tracking: crate::tracking::Tracking,
     pub shutdown_requested: AtomicBool,
+    /// A signal's shutdown waiting for the cron (`shutdown::on_signal`), 0 for none.
+    pub shutdown_asap: std::sync::atomic::AtomicU8,
+    /// DEBUG PAUSE-CRON: the cron does nothing while set.
+    pub cron_paused: AtomicBool,
+    /// The TCP accept loops (replaced by CONFIG SET port / bind).
+    pub listeners: crate::net::Listeners,
     pub shutdown: Notify,
     /// The Lua VM, the script cache and the state of the running script.
     pub scripting: Scripting,
@@ -124,6 +130,9 @@ impl Server {
             pubsub,
             tracking: crate::tracking::Tracking::new(),
             shutdown_requested: AtomicBool::new(false),
+            shutdown_asap: std::sync::atomic::AtomicU8::new(0),
+            cron_paused: AtomicBool::new(false),
+            listeners: crate::net::Listeners::default(),
             shutdown: Notify::new(),
             scripting: Scripting::new(),
             pause: crate::pause::Pause::new(),

@@ -755,3 +755,44 @@ fn io_threads_sets_the_number_of_runtime_workers() {
     let threads = runtime_threads(server.child.id());
     assert_eq!(threads, counts[0], "default threads against io-threads 1");
 }
+
+#[test]
+fn config_set_port_and_bind_move_the_listeners() {
+    let server = TestServer::start(&[]);
+    let mut conn = server.raw();
+    let old = conn.stream.peer_addr().unwrap().port();
+    let new_port = free_port();
+    conn.expect(
+        &[b"CONFIG", b"SET", b"port", new_port.to_string().as_bytes()],
+        b"+OK\r\n",
+    );
+    // The old port is closed, the new one answers.
+    assert!(TcpStream::connect(("127.0.0.1", old)).is_err());
+    let connect = |port: u16| {
+        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        RawConn { stream }
+    };
+    let mut moved = connect(new_port);
+    moved.expect(&[b"PING"], b"+PONG\r\n");
+    // A port in use changes nothing.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_port = taken.local_addr().unwrap().port().to_string();
+    moved.expect(
+        &[b"CONFIG", b"SET", b"port", taken_port.as_bytes()],
+        b"-ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port\r\n",
+    );
+    config_get(&mut moved, "port", &new_port.to_string());
+    // An address that cannot be bound puts the old ones back.
+    moved.expect(
+        &[b"CONFIG", b"SET", b"bind", b"999.999.999.999"],
+        b"-ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to specified addresses.\r\n",
+    );
+    let mut again = connect(new_port);
+    again.expect(&[b"PING"], b"+PONG\r\n");
+    config_get(&mut again, "bind", "127.0.0.1");
+    // Connections made before a move stay.
+    conn.expect(&[b"PING"], b"+PONG\r\n");
+}

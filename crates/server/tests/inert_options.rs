@@ -26,10 +26,10 @@ const INERT: &str = "
     dynamic-hz enable-module-command ignore-warnings io-threads-do-reads key-load-delay
     loading-process-events-interval-bytes
     no-appendfsync-on-rewrite
-    proc-title-template propagation-error-behavior rdb-del-sync-files rdb-key-save-delay
+    proc-title-template propagation-error-behavior rdb-del-sync-files
     rdb-save-incremental-fsync rdbchecksum rdbcompression repl-disable-tcp-nodelay
     repl-diskless-load replica-ignore-disk-write-errors replica-lazy-flush sanitize-dump-payload server_cpulist set-proc-title
-    shutdown-on-sigint shutdown-on-sigterm shutdown-timeout socket-mark-id
+    shutdown-timeout socket-mark-id
     stop-writes-on-bgsave-error supervised tcp-backlog use-exit-on-panic watchdog-period
 ";
 

@@ -114,8 +114,43 @@ fn config_set(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         .iter()
         .map(|name| (*name, config.get(name).unwrap_or_default()))
         .collect();
+    let listening_before = (config.port(), config.bind());
+    // What every named option was, to put back if listening on a new port fails.
+    let shown_before: Vec<(Vec<u8>, String)> = pairs
+        .iter()
+        .filter_map(|(name, _)| {
+            let name = String::from_utf8_lossy(name);
+            config
+                .get(&name)
+                .map(|value| (name.as_bytes().to_vec(), value))
+        })
+        .collect();
     match config.set(&pairs, protected_allowed) {
         Ok(()) => {
+            let listening = (config.port(), config.bind());
+            if listening != listening_before {
+                let server = ctx.server.arc().expect("the server is running");
+                if let Err(why) = crate::net::relisten(&server, listening_before.clone(), listening)
+                {
+                    // As Redis: the options go back to what they were, and the set fails.
+                    let back: Vec<(&[u8], &[u8])> = shown_before
+                        .iter()
+                        .map(|(name, value)| (&name[..], value.as_bytes()))
+                        .collect();
+                    let _ = config.set(&back, true);
+                    let name = pairs
+                        .iter()
+                        .find(|(name, _)| {
+                            name.eq_ignore_ascii_case(b"port") || name.eq_ignore_ascii_case(b"bind")
+                        })
+                        .map_or("port".into(), |(name, _)| String::from_utf8_lossy(name));
+                    let message = format!(
+                        "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+                    );
+                    ctx.reply.error(message.as_bytes());
+                    return;
+                }
+            }
             let named_oom = pairs.iter().find(|(name, _)| {
                 oom_options
                     .iter()

@@ -117,6 +117,8 @@ fn flushall(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let Some(lazily) = flush_lazily(ctx, args) else {
         return;
     };
+    // As Redis, which kills its saving child: a BGSAVE under way stops.
+    crate::persistence::snapshot::abort_bgsave(ctx.server);
     for db in 0..ctx.server.keyspace.num_dbs() {
         ctx.keys.flush_db_freeing(db, lazily);
     }

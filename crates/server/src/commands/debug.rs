@@ -36,6 +36,10 @@ fn debug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let argc = args.len();
     if is(sub, "HELP") && argc == 2 {
         debug_help(ctx);
+    } else if is(sub, "PAUSE-CRON") && argc == 3 {
+        let paused = parse_i64(&args[2]).unwrap_or(0) != 0;
+        ctx.server.cron_paused.store(paused, Ordering::Relaxed);
+        ctx.reply.ok();
     } else if is(sub, "SLEEP") && argc == 3 {
         debug_sleep(ctx, &args[2]);
     } else if is(sub, "SET-ACTIVE-EXPIRE") && argc == 3 {
@@ -139,6 +143,9 @@ fn debug_help(ctx: &mut Ctx<'_, '_>) {
             "    Write <message> to the server log.",
             "OBJECT <key>",
             "    Describe the value stored at <key>.",
+            "PAUSE-CRON <0|1>",
+            "    Stop (1) or resume (0) the server's periodic tasks (expiry, save points,",
+            "    a signal's shutdown...).",
             "PANIC-CONNECTION",
             "    Panic while running this command: the connection closes (after an error",
             "    reply) and the server goes on.",

@@ -481,23 +481,30 @@ fn shutdown(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         return;
     }
     if abort {
-        // Shutting down is immediate: there is never one in progress to abort.
-        ctx.reply.error(b"ERR No shutdown in progress.");
+        if crate::shutdown::abort(ctx.server) {
+            ctx.reply.ok();
+        } else {
+            ctx.reply.error(b"ERR No shutdown in progress.");
+        }
         return;
     }
-    // The save itself happens on the way out (`persistence::shut_down`): the AOF is
-    // always synced; a snapshot is written when save points are set, or SAVE asks for it.
-    let mode = if no_save {
-        crate::persistence::ShutdownSave::NoSave
-    } else if save {
-        crate::persistence::ShutdownSave::Save
+    let flags = [
+        (save, crate::shutdown::SAVE),
+        (no_save, crate::shutdown::NOSAVE),
+        (now, crate::shutdown::NOW),
+        (force, crate::shutdown::FORCE),
+    ]
+    .iter()
+    .filter(|(given, _)| *given)
+    .fold(0, |flags, (_, flag)| flags | flag);
+    let server = ctx.server;
+    if crate::server::beside_runtime(|| crate::shutdown::prepare(server, flags)) {
+        // Redis exits without replying; the connection just closes.
+        ctx.client.close_after_reply = true;
     } else {
-        crate::persistence::ShutdownSave::Default
-    };
-    ctx.server.persistence.request_shutdown_save(mode);
-    ctx.server.request_shutdown();
-    // Redis exits without replying; the connection just closes.
-    ctx.client.close_after_reply = true;
+        ctx.reply
+            .error(b"ERR Errors trying to SHUTDOWN. Check logs.");
+    }
 }
 
 fn slowlog_help(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {

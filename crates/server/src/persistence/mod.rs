@@ -19,7 +19,7 @@ pub mod replay;
 pub mod snapshot;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -28,16 +28,6 @@ use tracing::{info, warn};
 use crate::client::Client;
 use crate::server::Server;
 use aof::{AofLog, Fsync};
-
-/// What SHUTDOWN asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum ShutdownSave {
-    /// Save if save points are configured.
-    Default = 0,
-    Save = 1,
-    NoSave = 2,
-}
 
 pub struct Persistence {
     /// True while commands are logged: the AOF is on, or the replication stream is fed.
@@ -71,7 +61,6 @@ pub struct Persistence {
     /// Monotonic keyspace milliseconds until which writes are refused (`restart-delay`
     /// after an unclean shutdown); 0 for none.
     restart_delay_until_ms: AtomicU64,
-    shutdown_save: AtomicU8,
     /// Whether this run found the previous one ended without a clean shutdown.
     pub unclean_start: AtomicBool,
 }
@@ -109,7 +98,6 @@ impl Persistence {
             loaded_keys: AtomicU64::new(0),
             load_expired_keys: AtomicU64::new(0),
             restart_delay_until_ms: AtomicU64::new(0),
-            shutdown_save: AtomicU8::new(ShutdownSave::Default as u8),
             unclean_start: AtomicBool::new(false),
         }
     }
@@ -242,10 +230,6 @@ impl Persistence {
         }
     }
 
-    pub fn request_shutdown_save(&self, mode: ShutdownSave) {
-        self.shutdown_save.store(mode as u8, Ordering::Relaxed);
-    }
-
     /// Milliseconds left of the `restart-delay` write refusal (0 once over).
     pub fn restart_delay_left_ms(&self, server: &Server) -> u64 {
         let until = self.restart_delay_until_ms.load(Ordering::Relaxed);
@@ -335,24 +319,10 @@ fn on_single_worker() -> bool {
     crate::net::with_runtime(|handle| handle.metrics().num_workers() == 1).unwrap_or(true)
 }
 
-/// At exit: the log written and synced, a final snapshot when save points are set (or
-/// SHUTDOWN SAVE) unless SHUTDOWN NOSAVE, and the running marker removed.
+/// At exit (the final snapshot, if any, is written by `shutdown::prepare`): the log
+/// written and synced, and the running marker removed.
 pub fn shut_down(server: &Arc<Server>) {
-    let persistence = &server.persistence;
-    let mode = persistence.shutdown_save.load(Ordering::Relaxed);
-    let save = match mode {
-        1 => true,
-        2 => false,
-        _ => !server.config.save_params().is_empty(),
-    };
-    persistence.detach();
-    if save {
-        info!("Saving the final RDB snapshot before exiting.");
-        match snapshot::save(server) {
-            Ok(()) => info!("DB saved on disk"),
-            Err(error) => warn!("Error trying to save the DB, can't exit: {error}"),
-        }
-    }
+    server.persistence.detach();
     let _ = std::fs::remove_file(path_in_dir(RUNNING_MARKER));
 }
 

@@ -51,12 +51,21 @@ pub fn cut(server: &Server, with_cut: impl FnOnce()) -> Cut {
 /// then renamed over, so a crash never leaves half a file under the real name). `aof_base`:
 /// the file is an AOF base (the `aof-base` aux field). Returns the file's size.
 pub fn write_rdb(server: &Server, cut: &Cut, path: &Path, aof_base: bool) -> anyhow::Result<u64> {
-    let temp = path.with_file_name(format!("temp-{}-{}.rdb", std::process::id(), rand_suffix()));
+    // The dump file's temporary name is Redis' (`temp-<pid>.rdb`: snapshots of it are
+    // taken one at a time); an AOF base's has a random part.
+    let temp = if aof_base {
+        path.with_file_name(format!("temp-{}-{}.rdb", std::process::id(), rand_suffix()))
+    } else {
+        path.with_file_name(temp_rdb_name())
+    };
     let result = write_rdb_to(server, cut, &temp, aof_base);
     match result {
         Ok(size) => {
-            std::fs::rename(&temp, path)
-                .with_context(|| format!("renaming {} to {}", temp.display(), path.display()))?;
+            if let Err(error) = std::fs::rename(&temp, path) {
+                let _ = std::fs::remove_file(&temp);
+                return Err(error)
+                    .with_context(|| format!("renaming {} to {}", temp.display(), path.display()));
+            }
             sync_dir(path);
             Ok(size)
         }
@@ -65,6 +74,47 @@ pub fn write_rdb(server: &Server, cut: &Cut, path: &Path, aof_base: bool) -> any
             Err(error)
         }
     }
+}
+
+/// Set by FLUSHALL while a BGSAVE runs: the save stops (as Redis kills its child) and
+/// counts as neither a save nor a failure.
+static BGSAVE_ABORT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+thread_local! {
+    /// Whether this thread's dump is a BGSAVE, which FLUSHALL may stop.
+    static ABORTABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The error of a BGSAVE that FLUSHALL stopped.
+#[derive(Debug)]
+struct Aborted;
+
+impl std::fmt::Display for Aborted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stopped by FLUSHALL")
+    }
+}
+
+impl std::error::Error for Aborted {}
+
+/// FLUSHALL: stops the BGSAVE under way, if any.
+pub fn abort_bgsave(server: &Server) {
+    if server
+        .persistence
+        .bgsave_in_progress
+        .load(Ordering::Acquire)
+    {
+        BGSAVE_ABORT.store(true, Ordering::Release);
+    }
+}
+
+fn temp_rdb_name() -> String {
+    format!("temp-{}.rdb", std::process::id())
+}
+
+/// Removes the dump being written, if any (an exit in the middle of a snapshot).
+pub fn remove_temp_rdb() {
+    let _ = std::fs::remove_file(path_in_dir(&temp_rdb_name()));
 }
 
 fn rand_suffix() -> u32 {
@@ -178,6 +228,9 @@ pub fn write_rdb_into<W: Write>(
     }
     let keyspace = &server.keyspace;
     let keeps = AccessKept::of(server);
+    // `rdb-key-save-delay` (for tests): microseconds to wait after each key; a negative
+    // -N waits one microsecond after one key in N, as Redis' debugDelay.
+    let key_delay = server.config.get_i64("rdb-key-save-delay");
     let mut selected = None;
     let mut turns = Turns::default();
     for shard in 0..keyspace.shard_count() {
@@ -202,11 +255,28 @@ pub fn write_rdb_into<W: Write>(
                 }
                 let access = keeps.access(slot.access_s(), now);
                 writer.key_accessed(slot.key(), slot.value(), expire, access)?;
+                if key_delay != 0 {
+                    delay_after_key(key_delay);
+                }
+                if ABORTABLE.get() && BGSAVE_ABORT.load(Ordering::Relaxed) {
+                    return Err(Aborted.into());
+                }
                 turns.tick();
             }
         }
     }
     Ok(writer.finish()?)
+}
+
+fn delay_after_key(delay: i64) {
+    let micros = if delay > 0 {
+        delay as u64
+    } else {
+        u64::from(rand::random::<u64>().is_multiple_of(delay.unsigned_abs()))
+    };
+    if micros > 0 {
+        std::thread::sleep(std::time::Duration::from_micros(micros));
+    }
 }
 
 /// What of keys' accesses an RDB file keeps, as Redis decides it: the idle time under an
@@ -225,7 +295,7 @@ impl AccessKept {
             AccessKept::Frequency {
                 decay_minutes: params.decay_minutes,
             }
-        } else if server.config.maxmemory_policy().ends_with("-lru") {
+        } else if server.config.maxmemory_policy_name().ends_with("-lru") {
             AccessKept::Idle
         } else {
             AccessKept::Nothing
@@ -354,7 +424,9 @@ fn finish_save(server: &Server, cut: &Cut) -> anyhow::Result<()> {
             Ok(())
         }
         Err(error) => {
-            persistence.last_bgsave_ok.store(false, Ordering::Relaxed);
+            if error.downcast_ref::<Aborted>().is_none() {
+                persistence.last_bgsave_ok.store(false, Ordering::Relaxed);
+            }
             Err(error)
         }
     }
@@ -367,10 +439,12 @@ pub fn bgsave(server: &Arc<Server>) -> bool {
     if persistence.bgsave_in_progress.swap(true, Ordering::AcqRel) {
         return false;
     }
+    BGSAVE_ABORT.store(false, Ordering::Release);
     let server = Arc::clone(server);
     let spawned = std::thread::Builder::new()
         .name("bgsave".into())
         .spawn(move || {
+            ABORTABLE.set(true);
             let result = {
                 let _job = server.persistence.snapshot_job.lock();
                 let cut = cut(&server, || {});
@@ -378,6 +452,9 @@ pub fn bgsave(server: &Arc<Server>) -> bool {
             };
             match result {
                 Ok(()) => info!("Background saving terminated with success"),
+                Err(error) if error.downcast_ref::<Aborted>().is_some() => {
+                    warn!("Background saving stopped by FLUSHALL")
+                }
                 Err(error) => warn!("Background saving error: {error:#}"),
             }
             server

@@ -206,9 +206,10 @@ async fn sync_and_stream(
         .link
         .status
         .store(link::CONNECTING, Ordering::Relaxed);
+    let source = server.config.get("bind-source-addr").unwrap_or_default();
     let stream = tokio::time::timeout(
         repl_timeout(server),
-        TcpStream::connect((primary.host.as_str(), primary.port)),
+        connect_from(&source, &primary.host, primary.port),
     )
     .await
     .context("timeout connecting to the primary")?
@@ -588,4 +589,34 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack
         .windows(needle.len())
         .position(|window| window == needle)
+}
+
+/// Connects to `host:port`, from `source` when it is set (`bind-source-addr`: the
+/// address the primary sees this replica at), as Redis' anetTcpNonBlockBindConnect.
+async fn connect_from(source: &str, host: &str, port: u16) -> std::io::Result<TcpStream> {
+    if source.is_empty() {
+        return TcpStream::connect((host, port)).await;
+    }
+    let mut failure = None;
+    for addr in tokio::net::lookup_host((host, port)).await? {
+        let socket = if addr.is_ipv6() {
+            tokio::net::TcpSocket::new_v6()?
+        } else {
+            tokio::net::TcpSocket::new_v4()?
+        };
+        let from: std::net::IpAddr = source.parse().map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "bad bind-source-addr")
+        })?;
+        if let Err(e) = socket.bind(std::net::SocketAddr::new(from, 0)) {
+            failure = Some(e);
+            continue;
+        }
+        match socket.connect(addr).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) => failure = Some(e),
+        }
+    }
+    Err(failure.unwrap_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::NotFound, "no address for the primary")
+    }))
 }
