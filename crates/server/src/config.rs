@@ -1369,6 +1369,8 @@ struct Loader {
     values: Vec<Value>,
     /// `user` lines: the name, then the rules.
     users: Vec<Vec<String>>,
+    /// `rename-command` lines: old name, new name ("" removes the command).
+    renames: Vec<(String, String)>,
     /// The first `save` line replaces the default; later ones add to it.
     save_loaded: bool,
     depth: usize,
@@ -1379,6 +1381,7 @@ impl Loader {
         Loader {
             values: OPTIONS.iter().map(default_value).collect(),
             users: Vec::new(),
+            renames: Vec::new(),
             save_loaded: false,
             depth: 0,
         }
@@ -1449,7 +1452,12 @@ impl Loader {
                     self.depth -= 1;
                     continue;
                 }
-                "rename-command" if argc == 3 => "Latch does not support rename-command",
+                "rename-command" if argc == 3 => {
+                    self.renames.push((argv[1].clone(), argv[2].clone()));
+                    crate::table::resolve_renames(&self.renames)
+                        .map_err(|message| fatal(at, &message))?;
+                    continue;
+                }
                 "user" if argc >= 2 => {
                     crate::acl::file::check_config_user(&argv, &self.users)
                         .map_err(|message| fatal(at, &message))?;
@@ -1580,6 +1588,8 @@ pub struct Config {
     config_file: Option<PathBuf>,
     /// The config file's `user` lines (name, then rules), created at start-up.
     users: Vec<Vec<String>>,
+    /// The config file's `rename-command` lines, put in force at start-up.
+    renames: Vec<(String, String)>,
 }
 
 impl Default for Config {
@@ -1591,6 +1601,7 @@ impl Default for Config {
             hot: HotValues::default(),
             config_file: None,
             users: Vec::new(),
+            renames: Vec::new(),
         };
         config.refresh_hot();
         config
@@ -1655,10 +1666,16 @@ impl Config {
             hot: HotValues::default(),
             config_file,
             users: loader.users,
+            renames: loader.renames,
         };
         config.refresh_hot();
         crate::log::set_level(&config.loglevel());
         Ok(config)
+    }
+
+    /// The config file's `rename-command` lines, in order.
+    pub fn renames(&self) -> &[(String, String)] {
+        &self.renames
     }
 
     /// The config file's `user` lines: each the name, then the rules.

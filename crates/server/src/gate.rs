@@ -79,7 +79,7 @@ pub fn prefetch(
         let command = match last {
             Some((name, command)) if name == &args[0][..] => command,
             _ => {
-                let Some(command) = table.lookup(&args[0]) else {
+                let Some(command) = table.lookup_called(&args[0]) else {
                     continue;
                 };
                 last = Some((&args[0], command));
@@ -216,7 +216,7 @@ fn lookup<'t>(args: &[Bytes]) -> Result<&'t Command, Vec<u8>> {
 /// [`lookup`], starting from the top-level command when the caller found it already.
 fn lookup_from<'t>(args: &[Bytes], found: Option<&'t Command>) -> Result<&'t Command, Vec<u8>> {
     let table = table();
-    let Some(command) = found.or_else(|| table.lookup(&args[0])) else {
+    let Some(command) = found.or_else(|| table.lookup_called(&args[0])) else {
         return Err(unknown_command(args));
     };
     let command = if command.spec.subcommands.is_empty() {
@@ -327,7 +327,7 @@ fn dispatch(
     let command = match lookup_from(args, found) {
         Ok(command) => command,
         Err(message) => {
-            let known = table().lookup(&args[0]);
+            let known = table().lookup_called(&args[0]);
             reject(server, client, reply, known, args, &message);
             return Outcome::Done;
         }
@@ -906,7 +906,7 @@ pub fn end_block_failed(server: &Server, client: &mut Client) {
         .blocked
         .as_ref()
         .and_then(|block| block.args.first())
-        .and_then(|name| table().lookup(name))
+        .and_then(|name| table().lookup_called(name))
     {
         server.stats.commands[command.id]
             .failed_calls
@@ -955,7 +955,7 @@ pub fn command_for_script<'t>(args: &[Bytes]) -> Result<&'t Command, Vec<u8>> {
     const UNKNOWN: &[u8] = b"Unknown Redis command called from script";
     const ARITY: &[u8] = b"Wrong number of args calling Redis command from script";
     let table = table();
-    let Some(command) = table.lookup(&args[0]) else {
+    let Some(command) = table.lookup_called(&args[0]) else {
         return Err(UNKNOWN.to_vec());
     };
     let command = if command.spec.subcommands.is_empty() || args.len() < 2 {

@@ -46,6 +46,7 @@ pub mod tracking;
 pub async fn run(config: config::Config) -> anyhow::Result<()> {
     let server = server::Server::new(config).into_arc();
     acl::file::load_at_startup(&server.acl, &server.config).map_err(|why| anyhow::anyhow!(why))?;
+    table::install_renames(server.config.renames()).map_err(|why| anyhow::anyhow!(why))?;
     let (tcp, unix) = net::bind(&server).await?;
     log::banner(&server.config);
     tracing::warn!("Server initialized");

@@ -201,6 +201,52 @@ impl NameIndex {
 }
 
 /// The table, built on first use.
+/// Names whose meaning `rename-command` changed, each with the command id it now stands
+/// for (`None`: unknown).
+pub type Renamed = Vec<(Vec<u8>, Option<usize>)>;
+
+/// `rename-command` from the config file, set once at start-up. Empty in most servers.
+static RENAMED: OnceLock<Renamed> = OnceLock::new();
+
+/// The names `rename-command old new` lines give, applied in order (an empty new name
+/// removes the command); the error is Redis' reason for the line that cannot apply.
+pub fn resolve_renames(renames: &[(String, String)]) -> Result<Renamed, String> {
+    let table = table();
+    let mut renamed: Renamed = Vec::new();
+    let current = |renamed: &Renamed, name: &[u8]| -> Option<usize> {
+        match renamed.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            Some((_, id)) => *id,
+            None => table.lookup(name).map(|command| command.id),
+        }
+    };
+    let set = |renamed: &mut Renamed, name: &[u8], id| {
+        renamed.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        renamed.push((name.to_ascii_lowercase(), id));
+    };
+    for (old, new) in renames {
+        let Some(id) = current(&renamed, old.as_bytes()) else {
+            return Err("No such command in rename-command".to_string());
+        };
+        set(&mut renamed, old.as_bytes(), None);
+        if !new.is_empty() {
+            if current(&renamed, new.as_bytes()).is_some() {
+                return Err("Target command name already exists".to_string());
+            }
+            set(&mut renamed, new.as_bytes(), Some(id));
+        }
+    }
+    Ok(renamed)
+}
+
+/// Puts the config file's renames in force (once, at start-up).
+pub fn install_renames(renames: &[(String, String)]) -> Result<(), String> {
+    let renamed = resolve_renames(renames)?;
+    if !renamed.is_empty() {
+        let _ = RENAMED.set(renamed);
+    }
+    Ok(())
+}
+
 pub fn table() -> &'static CommandTable {
     static TABLE: OnceLock<CommandTable> = OnceLock::new();
     TABLE.get_or_init(CommandTable::build)
@@ -267,6 +313,19 @@ impl CommandTable {
     /// A top-level command by name, any case.
     pub fn lookup(&self, name: &[u8]) -> Option<&Command> {
         self.top.get(name).map(|id| &self.commands[id])
+    }
+
+    /// A top-level command by the name clients call it: `rename-command` applied (the old
+    /// name is unknown, the new one stands for the command). Everything that takes a name
+    /// from a client (or from the AOF, which logs what clients sent) looks up this way;
+    /// ACL rules name the commands by their own names, as in Redis.
+    pub fn lookup_called(&self, name: &[u8]) -> Option<&Command> {
+        if let Some(renamed) = RENAMED.get() {
+            if let Some((_, id)) = renamed.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+                return id.map(|id| &self.commands[id]);
+            }
+        }
+        self.lookup(name)
     }
 
     /// A subcommand of `parent` by name, any case.

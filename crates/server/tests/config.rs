@@ -796,3 +796,65 @@ fn config_set_port_and_bind_move_the_listeners() {
     // Connections made before a move stay.
     conn.expect(&[b"PING"], b"+PONG\r\n");
 }
+
+#[test]
+fn rename_command_renames_and_removes_commands() {
+    let dir = scratch("rename-command");
+    let conf = dir.join("latch.conf");
+    let port = free_port();
+    std::fs::write(
+        &conf,
+        format!(
+            "port {port}\nbind 127.0.0.1\ndir {}\nsave \"\"\nappendonly yes\n\
+             rename-command flushdb badger\nrename-command debug \"\"\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    let conf_arg = conf.to_str().unwrap();
+    let server = FileServer::start(&[conf_arg], port);
+    let mut conn = server.raw();
+    conn.expect(&[b"SET", b"k", b"v"], b"+OK\r\n");
+    conn.expect(
+        &[b"FLUSHDB"],
+        b"-ERR unknown command 'FLUSHDB', with args beginning with: \r\n",
+    );
+    conn.expect(
+        &[b"DEBUG", b"SLEEP", b"0"],
+        b"-ERR unknown command 'DEBUG', with args beginning with: 'SLEEP' '0' \r\n",
+    );
+    conn.expect(
+        &[b"EVAL", b"return redis.pcall('flushdb')", b"0"],
+        b"-ERR Unknown Redis command called from script\r\n",
+    );
+    conn.expect(&[b"BADGER"], b"+OK\r\n");
+    conn.expect(&[b"SET", b"after", b"1"], b"+OK\r\n");
+    // CONFIG REWRITE keeps the lines; the AOF holds BADGER and loads back with them.
+    conn.expect(&[b"CONFIG", b"REWRITE"], b"+OK\r\n");
+    drop(conn);
+    drop(server);
+    let rewritten = std::fs::read_to_string(&conf).unwrap();
+    assert!(
+        rewritten.contains("rename-command flushdb badger"),
+        "{rewritten}"
+    );
+    let server = FileServer::start(&[conf_arg], port);
+    let mut conn = server.raw();
+    conn.expect(&[b"DBSIZE"], b":1\r\n");
+    conn.expect(&[b"GET", b"after"], b"$1\r\n1\r\n");
+    drop(conn);
+    drop(server);
+
+    // Redis' errors for a name that is not a command, or one already taken.
+    let error = start_fails(&["--rename-command", "nosuch", "x"]);
+    assert!(
+        error.contains("No such command in rename-command"),
+        "{error}"
+    );
+    let error = start_fails(&["--rename-command", "get", "set"]);
+    assert!(
+        error.contains("Target command name already exists"),
+        "{error}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

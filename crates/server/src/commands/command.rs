@@ -270,7 +270,7 @@ fn command_getkeysandflags(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
 /// given, else the command itself.
 fn lookup_for_getkeys(args: &[Bytes]) -> Option<&'static Command> {
     let table = table();
-    let command = table.lookup(&args[0])?;
+    let command = table.lookup_called(&args[0])?;
     if command.spec.subcommands.is_empty() || args.len() == 1 {
         Some(command)
     } else {

@@ -105,7 +105,7 @@ impl<'s> Runner<'s> {
     }
 
     fn run(&mut self, args: &[Bytes], name: &str) -> anyhow::Result<()> {
-        if crate::table::table().lookup(&args[0]).is_none() {
+        if crate::table::table().lookup_called(&args[0]).is_none() {
             anyhow::bail!(
                 "Unknown command '{}' reading the append only file {name}",
                 String::from_utf8_lossy(&args[0])
