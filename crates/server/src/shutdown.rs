@@ -89,6 +89,16 @@ pub fn prepare(server: &Server, flags: u8) -> bool {
             )),
         );
     }
+    // As Redis kills its saving children: a BGSAVE or AOF rewrite under way stops (the
+    // AOF's manifest names everything needed at every step of a rewrite).
+    crate::persistence::snapshot::abort_bgsave(server);
+    if server
+        .persistence
+        .rewrite_in_progress
+        .load(Ordering::Acquire)
+    {
+        crate::persistence::snapshot::REWRITE_ABORT.store(true, Ordering::Release);
+    }
     let save =
         flags & NOSAVE == 0 && (flags & SAVE != 0 || !server.config.save_params().is_empty());
     if save {

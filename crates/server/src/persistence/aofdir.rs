@@ -236,10 +236,12 @@ pub fn rewrite_in_background(server: &Arc<Server>) -> bool {
     if persistence.rewrite_in_progress.swap(true, Ordering::AcqRel) {
         return false;
     }
+    snapshot::REWRITE_ABORT.store(false, Ordering::Release);
     let server = Arc::clone(server);
     let spawned = std::thread::Builder::new()
         .name("aof-rewrite".into())
         .spawn(move || {
+            snapshot::stop_when(&snapshot::REWRITE_ABORT);
             let started = std::time::Instant::now();
             let result = rewrite(&server);
             let persistence = &server.persistence;
@@ -251,6 +253,9 @@ pub fn rewrite_in_background(server: &Arc<Server>) -> bool {
                     persistence.last_rewrite_ok.store(true, Ordering::Relaxed);
                     persistence.rewrites.fetch_add(1, Ordering::Relaxed);
                     info!("Background AOF rewrite finished successfully");
+                }
+                Err(error) if snapshot::was_stopped(&error) => {
+                    warn!("Background AOF rewrite stopped: AOF turned off")
                 }
                 Err(error) => {
                     persistence.last_rewrite_ok.store(false, Ordering::Relaxed);
@@ -424,6 +429,15 @@ pub fn turn_on(server: &Arc<Server>) -> bool {
 
 /// CONFIG SET appendonly no.
 pub fn turn_off(server: &Server) {
+    if server
+        .persistence
+        .rewrite_in_progress
+        .load(Ordering::Acquire)
+    {
+        // Redis' words (it kills the rewrite's child; Latch stops its thread).
+        warn!("Killing running AOF rewrite child: {}", std::process::id());
+        snapshot::REWRITE_ABORT.store(true, Ordering::Release);
+    }
     server.persistence.detach();
     *server.persistence.dir.lock() = None;
 }

@@ -10,7 +10,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -78,24 +78,43 @@ pub fn write_rdb(server: &Server, cut: &Cut, path: &Path, aof_base: bool) -> any
 
 /// Set by FLUSHALL while a BGSAVE runs: the save stops (as Redis kills its child) and
 /// counts as neither a save nor a failure.
-static BGSAVE_ABORT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static BGSAVE_ABORT: AtomicBool = AtomicBool::new(false);
+
+/// Set by CONFIG SET appendonly no while an AOF rewrite runs: it stops, as Redis kills
+/// its child.
+pub(crate) static REWRITE_ABORT: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
-    /// Whether this thread's dump is a BGSAVE, which FLUSHALL may stop.
-    static ABORTABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The flag that stops this thread's snapshot, for a BGSAVE or an AOF rewrite.
+    static ABORT: std::cell::Cell<Option<&'static AtomicBool>> = const { std::cell::Cell::new(None) };
 }
 
-/// The error of a BGSAVE that FLUSHALL stopped.
+/// Makes the snapshots this thread writes stop when `flag` is set.
+pub(crate) fn stop_when(flag: &'static AtomicBool) {
+    ABORT.set(Some(flag));
+}
+
+fn stopped() -> bool {
+    ABORT.get().is_some_and(|flag| flag.load(Ordering::Relaxed))
+}
+
+/// The error of a snapshot stopped on purpose (a BGSAVE by FLUSHALL, a rewrite by
+/// `appendonly no`).
 #[derive(Debug)]
 struct Aborted;
 
 impl std::fmt::Display for Aborted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("stopped by FLUSHALL")
+        f.write_str("stopped")
     }
 }
 
 impl std::error::Error for Aborted {}
+
+/// Whether `error` is a snapshot's that was stopped on purpose.
+pub fn was_stopped(error: &anyhow::Error) -> bool {
+    error.downcast_ref::<Aborted>().is_some()
+}
 
 /// FLUSHALL: stops the BGSAVE under way, if any.
 pub fn abort_bgsave(server: &Server) {
@@ -258,7 +277,7 @@ pub fn write_rdb_into<W: Write>(
                 if key_delay != 0 {
                     delay_after_key(key_delay);
                 }
-                if ABORTABLE.get() && BGSAVE_ABORT.load(Ordering::Relaxed) {
+                if stopped() {
                     return Err(Aborted.into());
                 }
                 turns.tick();
@@ -268,14 +287,21 @@ pub fn write_rdb_into<W: Write>(
     Ok(writer.finish()?)
 }
 
+/// Waits `delay` after a key (see `rdb-key-save-delay`), in steps short enough for a stop
+/// to be seen soon.
 fn delay_after_key(delay: i64) {
     let micros = if delay > 0 {
         delay as u64
     } else {
         u64::from(rand::random::<u64>().is_multiple_of(delay.unsigned_abs()))
     };
-    if micros > 0 {
-        std::thread::sleep(std::time::Duration::from_micros(micros));
+    let until = std::time::Instant::now() + std::time::Duration::from_micros(micros);
+    while !stopped() {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(std::time::Duration::from_millis(10)));
     }
 }
 
@@ -424,7 +450,7 @@ fn finish_save(server: &Server, cut: &Cut) -> anyhow::Result<()> {
             Ok(())
         }
         Err(error) => {
-            if error.downcast_ref::<Aborted>().is_none() {
+            if !was_stopped(&error) {
                 persistence.last_bgsave_ok.store(false, Ordering::Relaxed);
             }
             Err(error)
@@ -444,7 +470,7 @@ pub fn bgsave(server: &Arc<Server>) -> bool {
     let spawned = std::thread::Builder::new()
         .name("bgsave".into())
         .spawn(move || {
-            ABORTABLE.set(true);
+            stop_when(&BGSAVE_ABORT);
             let result = {
                 let _job = server.persistence.snapshot_job.lock();
                 let cut = cut(&server, || {});
@@ -452,7 +478,7 @@ pub fn bgsave(server: &Arc<Server>) -> bool {
             };
             match result {
                 Ok(()) => info!("Background saving terminated with success"),
-                Err(error) if error.downcast_ref::<Aborted>().is_some() => {
+                Err(error) if was_stopped(&error) => {
                     warn!("Background saving stopped by FLUSHALL")
                 }
                 Err(error) => warn!("Background saving error: {error:#}"),
