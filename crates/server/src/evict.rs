@@ -47,7 +47,7 @@ const CHECK_EVERY: u64 = 16;
 pub struct Evictor {
     running: AtomicBool,
     wake: tokio::sync::Notify,
-    /// Since when (µs on [`Evictor::clock_us`], 0: not) the server is over the limit.
+    /// Since when (µs on [`crate::jemalloc::clock_us`], 0: not) the server is over the limit.
     over_since_us: AtomicU64,
     /// Time spent over the limit in earlier spells, µs.
     over_before_us: AtomicU64,
@@ -66,13 +66,13 @@ impl Evictor {
                         .compare_exchange(since, 0, Ordering::Relaxed, Ordering::Relaxed)
                         .is_ok() =>
             {
-                let spell = Self::clock_us().saturating_sub(since);
+                let spell = crate::jemalloc::clock_us().saturating_sub(since);
                 self.over_before_us.fetch_add(spell, Ordering::Relaxed);
             }
             Outcome::Running | Outcome::Failed if since == 0 => {
                 let _ = self.over_since_us.compare_exchange(
                     0,
-                    Self::clock_us().max(1),
+                    crate::jemalloc::clock_us().max(1),
                     Ordering::Relaxed,
                     Ordering::Relaxed,
                 );
@@ -88,7 +88,7 @@ impl Evictor {
         let current = if since == 0 {
             0
         } else {
-            Self::clock_us().saturating_sub(since)
+            crate::jemalloc::clock_us().saturating_sub(since)
         };
         let total = self.over_before_us.load(Ordering::Relaxed) + current;
         (total / 1000, current / 1000)
@@ -98,11 +98,6 @@ impl Evictor {
     pub fn reset_stats(&self) {
         self.over_before_us.store(0, Ordering::Relaxed);
         self.over_since_us.store(0, Ordering::Relaxed);
-    }
-
-    fn clock_us() -> u64 {
-        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-        START.get_or_init(Instant::now).elapsed().as_micros() as u64
     }
 
     fn start(&self) {

@@ -80,7 +80,9 @@ const CALIBRATE_EVERY: std::time::Duration = std::time::Duration::from_millis(10
 static OFFSET: AtomicI64 = AtomicI64::new(0);
 static CALIBRATED_AT_US: AtomicU64 = AtomicU64::new(0);
 
-fn clock_us() -> u64 {
+/// Microseconds on a monotonic clock that starts at the first reading (eviction's
+/// time-over-limit figures use it too).
+pub(crate) fn clock_us() -> u64 {
     static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_micros() as u64
 }
