@@ -350,21 +350,22 @@ impl SortedSet {
             Repr::Large(large) => return large.insert(member, score),
             Repr::Pack(pack) => pack,
         };
-        let score = if score == 0.0 { 0.0 } else { score };
+        let packed = if score == 0.0 { 0.0 } else { score };
         let found = find_in_pack(pack, member).map(|(_, at, score)| (at, score));
         if let Some((at, old)) = found {
-            if old.to_bits() != score.to_bits() {
+            if old.to_bits() != packed.to_bits() {
                 pack.remove_at(at, 2);
-                pack_insert(pack, member, score);
+                pack_insert(pack, member, packed);
             }
             return Some(old);
         }
         if pack.len() / 2 >= compact::zset_max_entries() || member.len() > compact::zset_max_value()
         {
+            // The large form keeps the sign of -0, so it gets the score as given.
             self.convert_to_large();
             return self.insert(member, score);
         }
-        pack_insert(pack, member, score);
+        pack_insert(pack, member, packed);
         None
     }
 

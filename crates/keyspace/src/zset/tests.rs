@@ -75,6 +75,25 @@ fn score_ranges() {
 }
 
 #[test]
+fn negative_zero_survives_the_insert_that_converts() {
+    // The member whose insert turns the listpack into the large form keeps its sign,
+    // whether it converts by count or by length.
+    with_thresholds(0, 64, || {
+        let mut set = SortedSet::new();
+        set.insert(b"first", -0.0);
+        assert_eq!(set.encoding(), "skiplist");
+        assert!(set.score(b"first").is_some_and(|s| s.is_sign_negative()));
+    });
+    with_thresholds(128, 4, || {
+        let mut set = SortedSet::new();
+        set.insert(b"short", 1.0);
+        set.insert(b"longer", -0.0);
+        assert_eq!(set.encoding(), "skiplist");
+        assert!(set.score(b"longer").is_some_and(|s| s.is_sign_negative()));
+    });
+}
+
+#[test]
 fn negative_zero_equals_zero() {
     let _turn = THRESHOLDS.lock();
     let mut large = SortedSet::new();
