@@ -124,6 +124,9 @@ pub struct BlockRequest {
     /// When to retry even if nothing wakes it: a lock waiter first in line retries when
     /// the holder's TTL runs out, so the lock passes on at its deadline.
     pub recheck_at: Option<tokio::time::Instant>,
+    /// How long the run that blocked took (µs): Redis adds it to the run that answers, for
+    /// the slow log and the latency histogram.
+    pub first_run_us: u64,
 }
 
 /// How a blocked client is woken, and how a waker learns that the retry it caused is over.

@@ -234,7 +234,10 @@ fn perform_once(server: &Server) -> Outcome {
     {
         return Outcome::Under;
     }
+    let started = std::time::Instant::now();
     let outcome = evict_until(server, limit);
+    let ms = started.elapsed().as_millis() as u64;
+    crate::commands::server::record_latency(server, "eviction-cycle", ms);
     server.evictor.note(outcome);
     outcome
 }

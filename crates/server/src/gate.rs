@@ -508,6 +508,10 @@ fn dispatch(
     };
     // A blocked client's command runs again when one of its keys may serve it.
     let retry = client.blocked.is_some();
+    let first_run_us = client
+        .blocked
+        .as_ref()
+        .map_or(0, |block| block.first_run_us);
     let mark = reply.len();
     let ran = {
         let mut keys = lock_for(server, command, args, client.reading.take());
@@ -533,12 +537,18 @@ fn dispatch(
         ran
     };
     if retry {
-        // Redis counted the call when the command first ran (and blocked).
-        if ran.failed {
+        if client.blocked.is_none() {
+            account_unblocked(server, client, command, args, first_run_us, ran);
+        } else if ran.failed {
             server.stats.commands[command.id]
                 .failed_calls
                 .fetch_add(1, Ordering::Relaxed);
         }
+    } else if let Some(block) = client.blocked.as_mut() {
+        // It blocked: the slow log and the latency histogram wait for the run that
+        // answers, as in Redis.
+        block.first_run_us = ran.elapsed_us;
+        account_as(server, client, command, args, ran, false);
     } else {
         account(server, client, command, args, ran);
     }
@@ -871,6 +881,7 @@ fn block_as(
         waiter,
         passes_turn: true,
         recheck_at: None,
+        first_run_us: 0,
     });
     ctx.server.clients.mark_blocked(&ctx.client.shared);
 }
@@ -1252,10 +1263,23 @@ fn log_effects(
 
 /// Statistics, slow log and MONITOR for a command that ran.
 fn account(server: &Server, client: &Client, command: &Command, args: &[Bytes], ran: Ran) {
+    account_as(server, client, command, args, ran, true);
+}
+
+/// [`account`]; without `finished` (the command blocked), no slow log entry and no
+/// latency sample yet: [`account_unblocked`] makes them when it answers.
+fn account_as(
+    server: &Server,
+    client: &Client,
+    command: &Command,
+    args: &[Bytes],
+    ran: Ran,
+    finished: bool,
+) {
     let stats = &server.stats.commands[command.id];
     stats.calls.fetch_add(1, Ordering::Relaxed);
     stats.usec.fetch_add(ran.elapsed_us, Ordering::Relaxed);
-    if server.config.latency_tracking() {
+    if finished && server.config.latency_tracking() {
         stats.latency.record(ran.elapsed_ns);
     }
     if ran.failed {
@@ -1265,7 +1289,32 @@ fn account(server: &Server, client: &Client, command: &Command, args: &[Bytes], 
         .stats
         .total_commands_processed
         .fetch_add(1, Ordering::Relaxed);
-    after_call(server, client, command, args, ran.elapsed_us);
+    after_call(server, client, command, args, ran.elapsed_us, finished);
+}
+
+/// A blocked command's retry answered: as Redis' `updateStatsOnUnblock`, its time is the
+/// run that blocked plus this one, added to the command's time (the call was counted when
+/// it blocked), its latency histogram and the slow log.
+#[cold]
+fn account_unblocked(
+    server: &Server,
+    client: &Client,
+    command: &Command,
+    args: &[Bytes],
+    first_run_us: u64,
+    ran: Ran,
+) {
+    let stats = &server.stats.commands[command.id];
+    let total_us = first_run_us + ran.elapsed_us;
+    stats.usec.fetch_add(total_us, Ordering::Relaxed);
+    if ran.failed {
+        stats.failed_calls.fetch_add(1, Ordering::Relaxed);
+    }
+    if server.config.latency_tracking() {
+        stats.latency.record(total_us.saturating_mul(1000));
+    }
+    push_slowlog(server, client, command, args, total_us);
+    crate::commands::server::record_latency(server, "command-unblocking", ran.elapsed_us / 1000);
 }
 
 /// EXEC: locks, once, every shard the queued commands (and the watched keys) need, checks
@@ -1468,27 +1517,12 @@ fn after_call(
     command: &Command,
     args: &[Bytes],
     elapsed_us: u64,
+    slowlog: bool,
 ) {
     let spec = command.spec;
     crate::commands::server::note_command_latency(server, spec, elapsed_us);
-    let threshold = server.config.slowlog_log_slower_than_us();
-    if threshold >= 0 && elapsed_us as i64 >= threshold && !spec.has_flag(flag::SKIP_SLOWLOG) {
-        let max_len = server.config.slowlog_max_len();
-        let entry = SlowEntry {
-            id: 0,
-            unix_s: server.keyspace.clock().now().wall_s(),
-            duration_us: elapsed_us,
-            args: slowlog_args(&redacted(args)),
-            peer: client.shared.addr.clone(),
-            name: client
-                .shared
-                .name
-                .lock()
-                .as_ref()
-                .map(|n| String::from_utf8_lossy(n).into_owned())
-                .unwrap_or_default(),
-        };
-        server.slowlog.lock().push(entry, max_len);
+    if slowlog {
+        push_slowlog(server, client, command, args, elapsed_us);
     }
     if server.clients.monitors.load(Ordering::Relaxed) > 0
         && !spec.has_flag(flag::SKIP_MONITOR)
@@ -1498,36 +1532,98 @@ fn after_call(
     }
 }
 
-/// The arguments as the slow log and MONITOR show them: passwords replaced, as Redis does.
+/// A slow log entry for the command when it took `us` or longer.
+fn push_slowlog(server: &Server, client: &Client, command: &Command, args: &[Bytes], us: u64) {
+    let threshold = server.config.slowlog_log_slower_than_us();
+    if threshold < 0 || (us as i64) < threshold || command.spec.has_flag(flag::SKIP_SLOWLOG) {
+        return;
+    }
+    let max_len = server.config.slowlog_max_len();
+    let entry = SlowEntry {
+        id: 0,
+        unix_s: server.keyspace.clock().now().wall_s(),
+        duration_us: us,
+        args: slowlog_args(&redacted(args)),
+        peer: client.shared.addr.clone(),
+        name: client
+            .shared
+            .name
+            .lock()
+            .as_ref()
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .unwrap_or_default(),
+    };
+    server.slowlog.lock().push(entry, max_len);
+}
+
+/// The arguments as the slow log and MONITOR show them, with secrets replaced as Redis'
+/// commands replace them (whether or not the command then succeeds): AUTH's password and
+/// username, HELLO's AUTH pair, MIGRATE's AUTH/AUTH2, everything after ACL SETUSER, and
+/// the values CONFIG SET gives sensitive options.
 fn redacted(args: &[Bytes]) -> std::borrow::Cow<'_, [Bytes]> {
-    const HIDDEN: &[u8] = b"(redacted)";
-    if args[0].eq_ignore_ascii_case(b"auth") {
-        let mut shown = args.to_vec();
-        shown[1..]
-            .iter_mut()
-            .for_each(|a| *a = Bytes::from_static(HIDDEN));
-        return shown.into();
+    let hidden = secret_positions(args);
+    if hidden.is_empty() {
+        return args.into();
     }
-    if args[0].eq_ignore_ascii_case(b"migrate") {
-        let secrets = crate::commands::keys::migrate::secret_positions(args);
-        if !secrets.is_empty() {
-            let mut shown = args.to_vec();
-            for at in secrets {
-                shown[at] = Bytes::from_static(HIDDEN);
+    let mut shown = args.to_vec();
+    for at in hidden {
+        shown[at] = Bytes::from_static(b"(redacted)");
+    }
+    shown.into()
+}
+
+/// Where `args` hold secrets, by Redis 7.0's rules: a command refused before it reads its
+/// secrets (AUTH with too many arguments, HELLO with a bad version) keeps them.
+fn secret_positions(args: &[Bytes]) -> Vec<usize> {
+    let name = &args[0];
+    let sub = |word: &[u8]| args.get(1).is_some_and(|a| a.eq_ignore_ascii_case(word));
+    if name.eq_ignore_ascii_case(b"auth") {
+        return match args.len() {
+            2 => vec![1],
+            3 => vec![1, 2],
+            _ => Vec::new(),
+        };
+    }
+    if name.eq_ignore_ascii_case(b"migrate") {
+        return crate::commands::keys::migrate::secret_positions(args);
+    }
+    if name.eq_ignore_ascii_case(b"hello") {
+        let version_ok = args.len() < 2
+            || std::str::from_utf8(&args[1])
+                .ok()
+                .and_then(|v| v.parse::<i64>().ok())
+                .is_some_and(|v| (2..=3).contains(&v));
+        let mut out = Vec::new();
+        let mut at = 2;
+        while version_ok && at < args.len() {
+            let more = args.len() - 1 - at;
+            if args[at].eq_ignore_ascii_case(b"auth") && more >= 2 {
+                out.extend([at + 1, at + 2]);
+                at += 3;
+            } else if args[at].eq_ignore_ascii_case(b"setname") && more >= 1 {
+                at += 2;
+            } else {
+                break;
             }
-            return shown.into();
         }
+        return out;
     }
-    if args[0].eq_ignore_ascii_case(b"hello") {
-        if let Some(at) = args.iter().position(|a| a.eq_ignore_ascii_case(b"auth")) {
-            let mut shown = args.to_vec();
-            shown[at + 1..(at + 3).min(args.len())]
-                .iter_mut()
-                .for_each(|a| *a = Bytes::from_static(HIDDEN));
-            return shown.into();
-        }
+    if name.eq_ignore_ascii_case(b"acl") && sub(b"setuser") && args.len() >= 3 {
+        return (2..args.len()).collect();
     }
-    args.into()
+    if name.eq_ignore_ascii_case(b"config") && sub(b"set") && args.len().is_multiple_of(2) {
+        return (2..args.len())
+            .step_by(2)
+            .filter(|&at| {
+                std::str::from_utf8(&args[at])
+                    .ok()
+                    .and_then(crate::config::option)
+                    .is_some_and(|def| def.has(crate::config::o::SENSITIVE))
+            })
+            .map(|at| at + 1)
+            .collect();
+    }
+    Vec::new()
 }
 
 /// EVAL, EVALSHA, FCALL and their `_RO` forms reach MONITOR as in Redis 7.0: when their

@@ -1989,6 +1989,10 @@ pub async fn cron(server: Arc<Server>) {
         // worker between groups of shards, so a bulk expiry never stalls clients long.
         let shards = server.keyspace.shard_count();
         let mut tick = Swept::default();
+        // The longest stretch of sweeping without a yield: the latency monitor's
+        // `expire-cycle` (Redis' cycle never yields, so its whole cycle is that stretch).
+        let mut stretch = std::time::Instant::now();
+        let mut longest = Duration::ZERO;
         for visited in 1..=shards {
             for _ in 0..SWEEP_ROUNDS {
                 let (removed, swept) =
@@ -2015,9 +2019,17 @@ pub async fn cron(server: Arc<Server>) {
                 break;
             }
             if visited % SWEEP_SHARDS_BETWEEN_YIELDS == 0 {
+                longest = longest.max(stretch.elapsed());
                 tokio::task::yield_now().await;
+                stretch = std::time::Instant::now();
             }
         }
+        longest = longest.max(stretch.elapsed());
+        crate::commands::server::record_latency(
+            &server,
+            "expire-cycle",
+            longest.as_millis() as u64,
+        );
     }
 }
 
