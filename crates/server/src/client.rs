@@ -104,6 +104,9 @@ pub mod role {
 pub struct Propagated {
     pub db: usize,
     pub args: Vec<Bytes>,
+    /// For replicas only, not the AOF (PUBLISH: a replica's subscribers hear what the
+    /// primary's hear, as in Redis).
+    pub replicas_only: bool,
 }
 
 /// A blocking command waiting for one of its keys.

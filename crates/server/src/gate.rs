@@ -1248,6 +1248,7 @@ fn log_effects(
             .map(|(db, key)| crate::client::Propagated {
                 db,
                 args: vec![Bytes::from_static(b"DEL"), Bytes::from(key.into_vec())],
+                replicas_only: false,
             })
             .collect();
         let at = logged_from.min(client.propagated.len());
@@ -1257,6 +1258,7 @@ fn log_effects(
         client.propagated.push(crate::client::Propagated {
             db: client.db,
             args: args.to_vec(),
+            replicas_only: false,
         });
     }
 }

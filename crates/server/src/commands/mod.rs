@@ -71,6 +71,20 @@ impl Ctx<'_, '_> {
             self.client.propagated.push(crate::client::Propagated {
                 db: self.client.db,
                 args,
+                replicas_only: false,
+            });
+        }
+    }
+
+    /// Sends this command to the replicas but not to the AOF, as Redis does with PUBLISH
+    /// (a replica's subscribers hear what the primary's hear). Adds to what the command
+    /// logs: the command still logs itself if it is a write that changed something.
+    pub fn propagate_to_replicas(&mut self, args: &[Bytes]) {
+        if self.server.persistence.feeds_replicas() {
+            self.client.propagated.push(crate::client::Propagated {
+                db: self.client.db,
+                args: args.to_vec(),
+                replicas_only: true,
             });
         }
     }
@@ -83,6 +97,7 @@ impl Ctx<'_, '_> {
             self.client.propagated.push(crate::client::Propagated {
                 db: self.client.db,
                 args,
+                replicas_only: false,
             });
         }
     }

@@ -370,6 +370,7 @@ fn publish(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         .server
         .pubsub
         .publish(ctx.server, Kind::Channel, &args[1], &args[2]);
+    ctx.propagate_to_replicas(args);
     ctx.reply.integer(receivers as i64);
 }
 
@@ -378,6 +379,7 @@ fn spublish(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         .server
         .pubsub
         .publish(ctx.server, Kind::Shard, &args[1], &args[2]);
+    ctx.propagate_to_replicas(args);
     ctx.reply.integer(receivers as i64);
 }
 

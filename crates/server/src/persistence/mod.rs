@@ -107,6 +107,12 @@ impl Persistence {
         self.logging.load(Ordering::Relaxed)
     }
 
+    /// Whether commits reach replicas (a primary with a backlog; a replica passes its
+    /// primary's stream on instead).
+    pub fn feeds_replicas(&self) -> bool {
+        self.feed.takes_commits()
+    }
+
     pub fn aof(&self) -> Option<Arc<AofLog>> {
         self.aof.read().clone()
     }
@@ -154,8 +160,20 @@ impl Persistence {
             return;
         }
         if let Some(log) = self.aof.read().as_ref() {
-            let offset = log.append(&client.propagated, atomic);
-            client.durable_at = client.durable_at.max(offset);
+            let offset = if client.propagated.iter().any(|entry| entry.replicas_only) {
+                let for_aof: Vec<crate::client::Propagated> = client
+                    .propagated
+                    .iter()
+                    .filter(|entry| !entry.replicas_only)
+                    .cloned()
+                    .collect();
+                (!for_aof.is_empty()).then(|| log.append(&for_aof, atomic))
+            } else {
+                Some(log.append(&client.propagated, atomic))
+            };
+            if let Some(offset) = offset {
+                client.durable_at = client.durable_at.max(offset);
+            }
         }
         if self.feed.takes_commits() {
             client.repl_offset = self.feed.append(&client.propagated, atomic);
@@ -180,6 +198,7 @@ impl Persistence {
                     bytes::Bytes::from_static(b"DEL"),
                     bytes::Bytes::copy_from_slice(key),
                 ],
+                replicas_only: false,
             })
             .collect();
         if let Some(log) = self.aof.read().as_ref() {

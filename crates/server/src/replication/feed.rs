@@ -397,6 +397,7 @@ mod tests {
                 .iter()
                 .map(|a| Bytes::copy_from_slice(a.as_bytes()))
                 .collect(),
+            replicas_only: false,
         }
     }
 
