@@ -40,6 +40,9 @@ pub struct Client {
     pub watches: Watches,
     /// True while EXEC runs the queued commands: blocking commands must not block then.
     pub deny_blocking: bool,
+    /// True while EXEC runs the queued commands (Redis' `server.in_exec`): BGSAVE,
+    /// BGREWRITEAOF and CONFIG SET appendonly yes are then scheduled for the cron.
+    pub in_exec: bool,
     /// True while a script of this client runs its `redis.call`s (Redis' CLIENT_SCRIPT).
     pub in_script: bool,
     /// The reply's error count when the last command ended, so that EXEC counts as failed
@@ -583,6 +586,7 @@ impl Registry {
             multi: None,
             watches: Watches::default(),
             deny_blocking: false,
+            in_exec: false,
             in_script: false,
             errors_mark: 0,
             reading: None,

@@ -1337,6 +1337,7 @@ pub fn run_transaction(server: &Server, client: &mut Client, reply: &mut Reply, 
     }
     reply.array(queued.len());
     client.deny_blocking = true;
+    client.in_exec = true;
     for entry in queued {
         let command = table.get(entry.id);
         // The rules may have changed since the command was queued (as Redis checks).
@@ -1350,6 +1351,7 @@ pub fn run_transaction(server: &Server, client: &mut Client, reply: &mut Reply, 
         account(server, client, command, &entry.args, ran);
     }
     client.deny_blocking = false;
+    client.in_exec = false;
     client.woken.append(&mut keys.woken);
 }
 

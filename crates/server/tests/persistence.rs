@@ -530,3 +530,97 @@ fn appendonly_can_be_turned_on_while_replicas_are_fed() {
     );
     drop(replica);
 }
+
+/// Inside EXEC, BGSAVE, BGREWRITEAOF and CONFIG SET appendonly yes are scheduled (Redis'
+/// replies), and the cron starts them after the transaction.
+#[test]
+fn saves_asked_for_inside_exec_are_scheduled() {
+    let server = TestServer::start(&[]);
+    let mut conn = server.client();
+    let persistence = |conn: &mut redis::Connection, field: &str| -> String {
+        let info: String = redis::cmd("INFO").arg("persistence").query(conn).unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")))
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    let wait_for = |conn: &mut redis::Connection, field: &str, value: &str| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while persistence(conn, field) != value {
+            assert!(Instant::now() < deadline, "{field} never became {value}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let _: () = conn.set("a", "1").unwrap();
+    let replies: Vec<String> = redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg("b")
+        .arg("2")
+        .cmd("BGSAVE")
+        .cmd("BGREWRITEAOF")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(
+        replies,
+        [
+            "OK",
+            "Background saving scheduled",
+            "Background append only file rewriting scheduled"
+        ]
+    );
+    wait_for(&mut conn, "rdb_changes_since_last_save", "0");
+    assert!(server.dir.join("dump.rdb").exists());
+    wait_for(&mut conn, "aof_rewrite_scheduled", "0");
+    wait_for(&mut conn, "aof_rewrite_in_progress", "0");
+    assert_eq!(persistence(&mut conn, "aof_last_bgrewrite_status"), "ok");
+
+    // A BGSAVE while one runs is refused, SCHEDULE or not (as Redis, whose SCHEDULE only
+    // waits for an AOF rewrite).
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("rdb-key-save-delay")
+        .arg("100000")
+        .query(&mut conn)
+        .unwrap();
+    let started: String = redis::cmd("BGSAVE").query(&mut conn).unwrap();
+    assert_eq!(started, "Background saving started");
+    for extra in [&[][..], &["SCHEDULE"][..]] {
+        let refused: redis::RedisResult<String> = redis::cmd("BGSAVE").arg(extra).query(&mut conn);
+        let error = refused.unwrap_err();
+        assert_eq!(
+            error.detail(),
+            Some("Background save already in progress"),
+            "{error:?}"
+        );
+    }
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("rdb-key-save-delay")
+        .arg("0")
+        .query(&mut conn)
+        .unwrap();
+    let _: () = redis::cmd("FLUSHALL").query(&mut conn).unwrap();
+    wait_for(&mut conn, "rdb_bgsave_in_progress", "0");
+
+    // appendonly yes inside EXEC: the AOF starts after the transaction.
+    let _: Vec<String> = redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg("c")
+        .arg("3")
+        .cmd("CONFIG")
+        .arg("SET")
+        .arg("appendonly")
+        .arg("yes")
+        .query(&mut conn)
+        .unwrap();
+    wait_for(&mut conn, "aof_enabled", "1");
+    wait_for(&mut conn, "aof_rewrite_in_progress", "0");
+    let log = std::fs::read_to_string(server.dir.join("stderr.log")).unwrap();
+    assert!(
+        log.contains("AOF was enabled during a transaction. An AOF background was scheduled"),
+        "{log}"
+    );
+}

@@ -676,9 +676,17 @@ fn stats_section(server: &Server, out: &mut String) {
         "pubsubshard_channels",
         pubsub.channel_count(crate::pubsub::Kind::Shard),
     );
-    for name in ["latest_fork_usec", "total_forks"] {
-        field(out, name, 0);
-    }
+    // A background job's cut stands for Redis' fork (snapshot::cut_for_job).
+    field(
+        out,
+        "latest_fork_usec",
+        server.persistence.latest_fork_us.load(Ordering::Relaxed),
+    );
+    field(
+        out,
+        "total_forks",
+        server.persistence.forks.load(Ordering::Relaxed),
+    );
     field(
         out,
         "migrate_cached_sockets",

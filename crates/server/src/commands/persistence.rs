@@ -67,21 +67,25 @@ fn save(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
 }
 
 fn bgsave(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
-    let schedule = match &args[1..] {
-        [] => false,
-        [option] if is(option, "SCHEDULE") => true,
+    // SCHEDULE waits for an AOF rewrite in Redis, where both are child processes; Latch
+    // runs them side by side, so it starts at once.
+    match &args[1..] {
+        [] => {}
+        [option] if is(option, "SCHEDULE") => {}
         _ => {
             ctx.reply.error(err::SYNTAX);
             return;
         }
-    };
+    }
     let persistence = &ctx.server.persistence;
     if persistence.bgsave_in_progress.load(Ordering::Acquire) {
-        if schedule {
-            ctx.reply.simple(b"Background saving scheduled");
-        } else {
-            ctx.reply.error(b"ERR Background save already in progress");
-        }
+        ctx.reply.error(b"ERR Background save already in progress");
+        return;
+    }
+    // Inside EXEC it waits for the cron, as in Redis.
+    if ctx.client.in_exec {
+        persistence.bgsave_scheduled.store(true, Ordering::Relaxed);
+        ctx.reply.simple(b"Background saving scheduled");
         return;
     }
     let Some(server) = ctx.server.arc() else {
@@ -102,8 +106,8 @@ fn bgrewriteaof(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
             .error(b"ERR Background append only file rewriting already in progress");
         return;
     }
-    if persistence.bgsave_in_progress.load(Ordering::Acquire) {
-        // As Redis: the rewrite runs once the snapshot is written.
+    if persistence.bgsave_in_progress.load(Ordering::Acquire) || ctx.client.in_exec {
+        // As Redis: the rewrite runs once the snapshot is written, or the transaction ran.
         persistence.rewrite_scheduled.store(true, Ordering::Relaxed);
         ctx.reply
             .simple(b"Background append only file rewriting scheduled");

@@ -300,7 +300,7 @@ fn rewrite(server: &Arc<Server>) -> anyhow::Result<()> {
     let log = persistence.aof();
     if log.is_none() && !server.config.appendonly() {
         // BGREWRITEAOF with the AOF off: a base alone, as Redis 7 writes it.
-        let cut = snapshot::cut(server, || {});
+        let cut = snapshot::cut_for_job(server, || {});
         let base_seq = manifest.next_base_seq();
         let base = AofFile {
             name: format::base_name(&name, base_seq, true),
@@ -337,7 +337,7 @@ fn rewrite(server: &Arc<Server>) -> anyhow::Result<()> {
     let mut old_sync = None;
     let mut new_log = None;
     let mut switch_error = None;
-    let cut = snapshot::cut(server, || match &log {
+    let cut = snapshot::cut_for_job(server, || match &log {
         Some(log) => match log.rotate(incr_file) {
             Ok(handle) => old_sync = Some(handle),
             Err(error) => switch_error = Some(error),
@@ -438,6 +438,10 @@ pub fn turn_off(server: &Server) {
         warn!("Killing running AOF rewrite child: {}", std::process::id());
         snapshot::REWRITE_ABORT.store(true, Ordering::Release);
     }
+    server
+        .persistence
+        .rewrite_scheduled
+        .store(false, Ordering::Relaxed);
     server.persistence.detach();
     *server.persistence.dir.lock() = None;
 }

@@ -45,6 +45,11 @@ pub struct Persistence {
     pub bgsave_in_progress: AtomicBool,
     pub rewrite_in_progress: AtomicBool,
     pub rewrite_scheduled: AtomicBool,
+    /// A BGSAVE asked for inside EXEC, started by the cron.
+    pub bgsave_scheduled: AtomicBool,
+    /// Background jobs' cuts (`total_forks`) and how long the last one took (µs).
+    pub forks: AtomicU64,
+    pub latest_fork_us: AtomicU64,
     pub last_bgsave_ok: AtomicBool,
     pub last_rewrite_ok: AtomicBool,
     pub last_bgsave_time_s: AtomicI64,
@@ -87,6 +92,9 @@ impl Persistence {
             bgsave_in_progress: AtomicBool::new(false),
             rewrite_in_progress: AtomicBool::new(false),
             rewrite_scheduled: AtomicBool::new(false),
+            bgsave_scheduled: AtomicBool::new(false),
+            forks: AtomicU64::new(0),
+            latest_fork_us: AtomicU64::new(0),
             last_bgsave_ok: AtomicBool::new(true),
             last_rewrite_ok: AtomicBool::new(true),
             last_bgsave_time_s: AtomicI64::new(-1),
@@ -366,6 +374,12 @@ pub fn cron(server: &Arc<Server>) {
             info!("{changes} changes in {since_s} seconds. Saving...");
             snapshot::bgsave(server);
         }
+    }
+    if persistence.bgsave_scheduled.load(Ordering::Relaxed)
+        && !persistence.bgsave_in_progress.load(Ordering::Relaxed)
+    {
+        persistence.bgsave_scheduled.store(false, Ordering::Relaxed);
+        snapshot::bgsave(server);
     }
     if persistence.rewrite_scheduled.load(Ordering::Relaxed)
         && !persistence.rewrite_in_progress.load(Ordering::Relaxed)

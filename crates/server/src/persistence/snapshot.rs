@@ -47,6 +47,20 @@ pub fn cut(server: &Server, with_cut: impl FnOnce()) -> Cut {
     }
 }
 
+/// [`cut`] for a background job (BGSAVE, an AOF rewrite, a replica's full sync): Latch's
+/// counterpart of Redis' fork, counted in INFO's `total_forks`, with the time the cut took
+/// (every shard lock held) as `latest_fork_usec`.
+pub fn cut_for_job(server: &Server, with_cut: impl FnOnce()) -> Cut {
+    let started = std::time::Instant::now();
+    let cut = cut(server, with_cut);
+    let persistence = &server.persistence;
+    persistence.forks.fetch_add(1, Ordering::Relaxed);
+    persistence
+        .latest_fork_us
+        .store(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+    cut
+}
+
 /// Writes the cut as an RDB file at `path` (written to a temporary name beside it, synced,
 /// then renamed over, so a crash never leaves half a file under the real name). `aof_base`:
 /// the file is an AOF base (the `aof-base` aux field). Returns the file's size.
@@ -473,7 +487,7 @@ pub fn bgsave(server: &Arc<Server>) -> bool {
             stop_when(&BGSAVE_ABORT);
             let result = {
                 let _job = server.persistence.snapshot_job.lock();
-                let cut = cut(&server, || {});
+                let cut = cut_for_job(&server, || {});
                 finish_save(&server, &cut)
             };
             match result {

@@ -202,7 +202,7 @@ async fn run(server: Arc<Server>, job: Arc<SyncJob>) {
         let server = worker;
         let _job = server.persistence.snapshot_job.lock();
         let mut starts = Vec::with_capacity(joined.len());
-        let cut = snapshot::cut(&server, || {
+        let cut = snapshot::cut_for_job(&server, || {
             for joiner in &joined {
                 starts.push(
                     server
