@@ -19,7 +19,11 @@ fn run(conn: &mut redis::Connection, args: &[&str]) {
 
 /// The arguments of every slow log entry, newest first.
 fn logged(conn: &mut redis::Connection) -> Vec<Vec<String>> {
-    let entries: Vec<redis::Value> = redis::cmd("SLOWLOG").arg("GET").arg(-1).query(conn).unwrap();
+    let entries: Vec<redis::Value> = redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(-1)
+        .query(conn)
+        .unwrap();
     entries
         .into_iter()
         .map(|entry| {
@@ -42,12 +46,18 @@ fn logged(conn: &mut redis::Connection) -> Vec<Vec<String>> {
 /// Runs `script` on a fresh connection with every command logged; returns the log.
 fn slowlog_of(url: &str, script: &[&[&str]]) -> Vec<Vec<String>> {
     let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
-    run(&mut conn, &["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    run(
+        &mut conn,
+        &["CONFIG", "SET", "slowlog-log-slower-than", "0"],
+    );
     run(&mut conn, &["SLOWLOG", "RESET"]);
     for args in script {
         run(&mut conn, args);
     }
-    run(&mut conn, &["CONFIG", "SET", "slowlog-log-slower-than", "-1"]);
+    run(
+        &mut conn,
+        &["CONFIG", "SET", "slowlog-log-slower-than", "-1"],
+    );
     logged(&mut conn)
 }
 
@@ -59,7 +69,14 @@ fn secrets_are_redacted_as_redis_does() {
         &["ACL", "SETUSER", "bad user", "on", ">secret"],
         &["ACL", "SETUSER", "fine", "on", ">secret", "+get"],
         &["ACL", "SETUSER"],
-        &["CONFIG", "SET", "masterauth", "pw", "maxmemory-samples", "5"],
+        &[
+            "CONFIG",
+            "SET",
+            "masterauth",
+            "pw",
+            "maxmemory-samples",
+            "5",
+        ],
         &["CONFIG", "SET", "masteruser", "user", "no-such-option", "x"],
         &["CONFIG", "SET", "requirepass"],
         &["AUTH", "wrong"],
@@ -68,16 +85,25 @@ fn secrets_are_redacted_as_redis_does() {
         &["HELLO", "3", "AUTH", "fine", "wrong"],
         &["HELLO", "9", "AUTH", "fine", "wrong"],
         &["HELLO", "2", "SETNAME", "n", "AUTH", "fine", "wrong"],
-        &["MIGRATE", "127.0.0.1", "1", "k", "0", "10", "AUTH2", "u", "p"],
+        &[
+            "MIGRATE",
+            "127.0.0.1",
+            "1",
+            "k",
+            "0",
+            "10",
+            "AUTH2",
+            "u",
+            "p",
+        ],
         &["GET", "secret"],
     ];
     let from_latch = slowlog_of(&latch.url(), script);
     let from_redis = slowlog_of(&redis.url(), script);
     assert_eq!(from_latch, from_redis);
-    assert!(from_latch
-        .iter()
-        .any(|entry| entry.join(" ") == "acl setuser (redacted) (redacted) (redacted)"
-            || entry.join(" ") == "ACL SETUSER (redacted) (redacted) (redacted)"));
+    assert!(from_latch.iter().any(|entry| entry.join(" ")
+        == "acl setuser (redacted) (redacted) (redacted)"
+        || entry.join(" ") == "ACL SETUSER (redacted) (redacted) (redacted)"));
 }
 
 #[test]
@@ -87,7 +113,10 @@ fn a_blocked_command_is_logged_when_served() {
     for url in [latch.url(), redis.url()] {
         let client = redis::Client::open(url.as_str()).unwrap();
         let mut conn = client.get_connection().unwrap();
-        run(&mut conn, &["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+        run(
+            &mut conn,
+            &["CONFIG", "SET", "slowlog-log-slower-than", "0"],
+        );
         let mut waiter = client.get_connection().unwrap();
         let blocked = std::thread::spawn(move || {
             let popped: Vec<String> = redis::cmd("BLPOP")
@@ -110,9 +139,15 @@ fn a_blocked_command_is_logged_when_served() {
         run(&mut conn, &["SLOWLOG", "RESET"]);
         run(&mut conn, &["RPUSH", "list", "item"]);
         assert_eq!(blocked.join().unwrap(), ["list", "item"]);
-        run(&mut conn, &["CONFIG", "SET", "slowlog-log-slower-than", "-1"]);
+        run(
+            &mut conn,
+            &["CONFIG", "SET", "slowlog-log-slower-than", "-1"],
+        );
         let entries = logged(&mut conn);
         let names: Vec<String> = entries.iter().map(|e| e.join(" ")).collect();
-        assert!(names.contains(&"BLPOP list 0".to_string()), "{url}: {names:?}");
+        assert!(
+            names.contains(&"BLPOP list 0".to_string()),
+            "{url}: {names:?}"
+        );
     }
 }
