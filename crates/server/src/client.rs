@@ -83,6 +83,9 @@ pub struct Client {
     /// are never refused as a replica's writes, see keys past their deadline as the
     /// primary does, and get no replies.
     pub is_primary_link: bool,
+    /// The client that replays the AOF (at start, DEBUG LOADAOF): like the primary's link,
+    /// never refused as a replica's write, for memory or for stale data.
+    pub is_aof_loader: bool,
     /// On the primary link: the primary's bytes for the command running now (with those
     /// of a transaction it ends). A write's commit feeds them under its locks, so a
     /// snapshot's offset always matches its data; the link feeds what no commit took.
@@ -133,6 +136,14 @@ pub struct BlockRequest {
     /// How long the run that blocked took (µs): Redis adds it to the run that answers, for
     /// the slow log and the latency histogram.
     pub first_run_us: u64,
+}
+
+impl Client {
+    /// Redis' `mustObeyClient`: the primary's link and the AOF loader run what they are
+    /// given, whatever the replica's, memory's or link's state.
+    pub fn must_obey(&self) -> bool {
+        self.is_primary_link || self.is_aof_loader
+    }
 }
 
 /// How a blocked client is woken, and how a waker learns that the retry it caused is over.
@@ -602,6 +613,7 @@ impl Registry {
             replconf: Default::default(),
             sync_request: None,
             is_primary_link: false,
+            is_aof_loader: false,
             primary_bytes: None,
             repl_offset: 0,
             wait_request: None,

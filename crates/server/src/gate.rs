@@ -382,7 +382,7 @@ fn dispatch(
         return Outcome::Done;
     }
     // The primary's stream is applied whatever limits this replica's own clients meet.
-    let link = client.is_primary_link;
+    let link = client.must_obey();
     if !link
         && client.blocked.is_none()
         && !server.scripting.run.is_busy()
@@ -645,6 +645,12 @@ pub fn restart_delay_error(left_ms: u64) -> String {
     )
 }
 
+/// A replica whose link to its primary is down, with `replica-serve-stale-data no`: it
+/// serves only commands flagged `stale` (Redis' `running_stale`).
+pub(crate) fn running_stale(server: &Server) -> bool {
+    server.replication.is_replica() && stale_data_refused(server)
+}
+
 /// A replica whose link to its primary is down, with `replica-serve-stale-data no`.
 #[cold]
 fn stale_data_refused(server: &Server) -> bool {
@@ -653,8 +659,8 @@ fn stale_data_refused(server: &Server) -> bool {
 }
 
 /// A replica with `replica-read-only` on refuses its own clients' writes.
-fn read_only_replica(server: &Server, client: &Client) -> bool {
-    !client.is_primary_link
+pub(crate) fn read_only_replica(server: &Server, client: &Client) -> bool {
+    !client.must_obey()
         && server.replication.is_replica()
         && server.config.get_bool("replica-read-only")
 }
@@ -1052,6 +1058,10 @@ fn script_refusal(
     if let Some(denied) = client.user.check(command, args) {
         let message = format!("The user executing the script {}", denied.short_reason());
         return Some(message.into_bytes());
+    }
+    // Only a script flagged `allow-stale` runs on a stale replica; its commands must be too.
+    if !spec.has_flag(flag::STALE) && !client.must_obey() && running_stale(server) {
+        return Some(b"Can not execute the command on a stale replica".to_vec());
     }
     if rules.read_only && spec.flags & (flag::WRITE | flag::MAY_REPLICATE) != 0 {
         return Some(b"Write commands are not allowed from read-only scripts.".to_vec());

@@ -89,7 +89,7 @@ struct Runner<'s> {
 
 impl<'s> Runner<'s> {
     fn new(server: &'s Server) -> Runner<'s> {
-        let client = server.clients.connect(
+        let mut client = server.clients.connect(
             "aof-loader".into(),
             String::new(),
             -1,
@@ -97,6 +97,7 @@ impl<'s> Runner<'s> {
             server.acl.default_user(),
             true,
         );
+        client.is_aof_loader = true;
         Runner {
             server,
             client,

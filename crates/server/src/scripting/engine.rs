@@ -517,13 +517,13 @@ impl Engine {
         let flags = function.flags;
         let callback = function.callback.clone();
         let function_name = function.name.clone();
+        if let Some(message) = refused_by_state(ctx, &flags) {
+            ctx.reply.error(message);
+            return;
+        }
         if !flags.no_writes && read_only_command {
             ctx.reply
                 .error(b"ERR Can not execute a script with write flag using *_ro command.");
-            return;
-        }
-        if let Some(message) = refused_by_state(ctx, &flags) {
-            ctx.reply.error(message);
             return;
         }
         let options = RunOptions {
@@ -565,13 +565,13 @@ impl Engine {
             }
         };
         let flags = found.flags;
+        if let Some(message) = refused_by_state(ctx, &flags) {
+            ctx.reply.error(message);
+            return;
+        }
         if !flags.compat && !flags.no_writes && read_only_command {
             ctx.reply
                 .error(b"ERR Can not execute a script with write flag using *_ro command.");
-            return;
-        }
-        if let Some(message) = refused_by_state(ctx, &flags) {
-            ctx.reply.error(message);
             return;
         }
         let read_only = read_only_command || (!flags.compat && flags.no_writes);
@@ -806,16 +806,33 @@ fn check_run(lua: &Lua, run: &RunState, threshold_ms: u64) -> mlua::Result<VmSta
     Ok(VmState::Continue)
 }
 
-/// A script whose flags say it may write does not start without the replicas
-/// `min-replicas-to-write` asks for, nor over maxmemory unless it declares `allow-oom`
-/// (Redis derives the EVAL's `write` and `denyoom` from the flags and refuses it first).
+/// Whether the server's state refuses the script before it starts. Redis derives EVAL's
+/// and FCALL's `write`, `denyoom` and `stale` flags from the script's (a shebang's or a
+/// function's): without `no-writes` it writes, without `allow-oom` (or `no-writes`) it may
+/// grow memory, without `allow-stale` it does not run on a stale replica; a script without
+/// a shebang runs nowhere stale. It then refuses the command as any such command, in
+/// processCommand's order and words: OOM, NOREPLICAS, READONLY, MASTERDOWN. The primary's
+/// link and the AOF loader are obeyed.
 fn refused_by_state(ctx: &Ctx<'_, '_>, flags: &ScriptFlags) -> Option<&'static [u8]> {
+    if ctx.client.must_obey() {
+        return None;
+    }
     let may_write = !flags.compat && !flags.no_writes;
+    if may_write && !flags.allow_oom && ctx.server.out_of_memory() {
+        return Some(crate::commands::err::OOM);
+    }
     if may_write && !ctx.server.enough_replicas() {
         return Some(crate::commands::err::NOREPLICAS);
     }
-    let may_grow = may_write && !flags.allow_oom;
-    (may_grow && ctx.server.out_of_memory()).then_some(crate::commands::err::OOM)
+    if may_write && crate::gate::read_only_replica(ctx.server, ctx.client) {
+        return Some(crate::commands::err::READONLY);
+    }
+    if (flags.compat || !flags.allow_stale) && crate::gate::running_stale(ctx.server) {
+        return Some(
+            b"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+        );
+    }
+    None
 }
 
 /// A `redis.call` argument list as command arguments, or Redis' complaint about it.
