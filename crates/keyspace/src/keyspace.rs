@@ -1770,13 +1770,21 @@ impl<'a> Locked<'a> {
         if total == 0 {
             return None;
         }
-        // Try random picks first; if every key is past its deadline fall back to a full pass.
+        // Random picks first, a shard chosen in proportion to its keys (a uniform pick of
+        // a shard mostly finds empty ones when few keys are left); every key drawn past its
+        // deadline is expired, as Redis' RANDOMKEY does. If no live key turns up, a full
+        // pass finds one, expiring the passed keys it meets before it.
         for _ in 0..100 {
-            let shard = rng.gen_range(0..all.len());
-            let table = &all[shard].dbs[db];
-            if table.is_empty() {
-                continue;
-            }
+            let mut nth = rng.gen_range(0..total);
+            let Some(table) = all.iter().map(|s| &s.dbs[db]).find(|table| {
+                let here = nth < table.len();
+                if !here {
+                    nth -= table.len();
+                }
+                here
+            }) else {
+                break;
+            };
             if let Some(slot) = table.random(|n| rng.gen_range(0..n)) {
                 if !slot.is_passed(now) {
                     return Some(slot.key().to_vec());
@@ -1786,10 +1794,17 @@ impl<'a> Locked<'a> {
                 }
             }
         }
-        all.iter()
-            .flat_map(|s| s.dbs[db].iter())
-            .find(|slot| !slot.is_passed(now))
-            .map(|slot| slot.key().to_vec())
+        // The pass meets each key once: only the (at most 100) drawn ones can repeat.
+        let drawn = passed.len();
+        for slot in all.iter().flat_map(|s| s.dbs[db].iter()) {
+            if !slot.is_passed(now) {
+                return Some(slot.key().to_vec());
+            }
+            if !passed[..drawn].iter().any(|k| k.as_slice() == slot.key()) {
+                passed.push(slot.key().to_vec());
+            }
+        }
+        None
     }
 
     /// Memory held by the tables themselves. Needs every shard.

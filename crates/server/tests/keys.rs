@@ -529,6 +529,17 @@ fn randomkey() {
     raw.expect(&[b"PEXPIRE", b"gone", b"10"], b":1\r\n");
     raw.expect(&[b"DEBUG", b"ADVANCE-CLOCK", b"11"], b"+OK\r\n");
     raw.expect(&[b"RANDOMKEY"], b"$-1\r\n");
+    // ... and every one it meets is expired (and logged as a DEL), as in Redis: with
+    // only a few keys in a few shards, each RANDOMKEY empties the database.
+    raw.expect(&[b"DEBUG", b"SET-ACTIVE-EXPIRE", b"0"], b"+OK\r\n");
+    for round in 0..20 {
+        for key in [&b"a"[..], b"b", b"c"] {
+            raw.expect(&[b"SET", key, b"v", b"PX", b"5"], b"+OK\r\n");
+        }
+        raw.expect(&[b"DEBUG", b"ADVANCE-CLOCK", b"6"], b"+OK\r\n");
+        raw.expect(&[b"RANDOMKEY"], b"$-1\r\n");
+        assert_eq!(integer(&mut raw, &[b"DBSIZE"]), 0, "round {round}");
+    }
 }
 
 #[test]
