@@ -182,6 +182,65 @@ fn a_reply_over_the_hard_output_limit_closes_the_client_unanswered() {
     check(&mut fine, "PING", "+PONG\r\n");
 }
 
+/// A random pick with a huge negative count stops once its reply passes the hard output
+/// limit, and the client is closed unanswered (Redis' obuf-limits test, for SRANDMEMBER,
+/// HRANDFIELD and ZRANDMEMBER); without a hard limit such a count is refused.
+#[test]
+fn huge_repeated_picks_stop_at_the_hard_output_limit() {
+    let server = TestServer::start(&[]);
+    let mut admin = server.raw();
+    check(&mut admin, "SADD s a", ":1\r\n");
+    check(&mut admin, "HSET h f v", ":1\r\n");
+    check(&mut admin, "ZADD z 1 m", ":1\r\n");
+    let picks = [
+        "SRANDMEMBER s -999999999",
+        "HRANDFIELD h -999999999",
+        "HRANDFIELD h -999999999 WITHVALUES",
+        "ZRANDMEMBER z -999999999",
+        "ZRANDMEMBER z -999999999 WITHSCORES",
+    ];
+    for pick in picks {
+        check(&mut admin, pick, "-ERR value is out of range\r\n");
+    }
+    admin.expect(
+        &[
+            b"CONFIG",
+            b"SET",
+            b"client-output-buffer-limit",
+            b"normal 1000000 0 0",
+        ],
+        b"+OK\r\n",
+    );
+    let used_before = info_field(&server, "memory", "used_memory");
+    for (i, pick) in picks.iter().enumerate() {
+        let mut picker = named(&server, &format!("picker{i}"));
+        let args: Vec<&[u8]> = pick.split(' ').map(str::as_bytes).collect();
+        picker.send(&encode(&args));
+        assert!(closed_by_server(&mut picker), "{pick}: not closed");
+        assert!(client_line(&server, &format!("picker{i}")).is_none());
+    }
+    assert_eq!(
+        info_field(
+            &server,
+            "stats",
+            "client_output_buffer_limit_disconnections"
+        ),
+        picks.len() as u64
+    );
+    // Each stopped near the limit: nothing like the gigabytes asked for stayed allocated.
+    let used_after = info_field(&server, "memory", "used_memory");
+    assert!(
+        used_after < used_before + 4_000_000,
+        "{used_before} -> {used_after}"
+    );
+    // Under the usual bound, the picks are answered in full.
+    check(
+        &mut admin,
+        "SRANDMEMBER s -3",
+        "*3\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n",
+    );
+}
+
 /// A client that sends requests for big replies and never reads: its replies wait in the
 /// server until the socket drains.
 fn flood_without_reading(server: &TestServer, name: &str, requests: usize) -> RawConn {

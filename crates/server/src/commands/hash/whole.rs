@@ -8,7 +8,7 @@ use latch_protocol::Resp;
 use super::fields::read;
 use super::{hash_of, reply_elem};
 use crate::commands::keys::scan::parse_cursor;
-use crate::commands::set::random::{parse_random_count, MAX_REPEATED_PICKS};
+use crate::commands::set::random::{parse_random_count, repeated_picks_stop};
 use crate::commands::set::scan::{parse_options, reply_scan, walk};
 use crate::commands::{err, is, Ctx};
 use crate::spec::{acl, flag, keyflag, Arg, ArgType, CommandSpec, Group, KeySpec};
@@ -244,8 +244,13 @@ fn hrandfield(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let chosen: Vec<(Elem<'_>, Elem<'_>)> = if wanted == 0 {
         Vec::new()
     } else if count < 0 || wanted == 1 {
-        if wanted > MAX_REPEATED_PICKS {
+        let Some(stop_at) = repeated_picks_stop(ctx.server, ctx.client, wanted) else {
             ctx.reply.error(b"ERR value is out of range");
+            return;
+        };
+        if stop_at != u64::MAX {
+            // Past the usual bound: picks until the reply passes the client's hard limit.
+            reply_pairs_until(ctx.reply, hash, wanted, with_values, stop_at, &mut rng);
             return;
         }
         hash.random_pairs(wanted as usize, &mut rng)
@@ -266,6 +271,37 @@ fn hrandfield(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         reply_elem(ctx.reply, field);
         if with_values {
             reply_elem(ctx.reply, value);
+        }
+    }
+}
+
+/// HRANDFIELD's repeated picks one at a time, until the reply holds `stop_at` bytes (the
+/// client's hard output limit: it is then closed unanswered, as in Redis).
+fn reply_pairs_until(
+    reply: &mut latch_protocol::Reply,
+    hash: &latch_keyspace::Hash,
+    wanted: u64,
+    with_values: bool,
+    stop_at: u64,
+    rng: &mut impl rand::Rng,
+) {
+    let nested = with_values && reply.resp() == Resp::V3;
+    let entries = usize::try_from(wanted).unwrap_or(usize::MAX);
+    reply.array(if with_values && !nested {
+        entries.saturating_mul(2)
+    } else {
+        entries
+    });
+    while (reply.len() as u64) < stop_at {
+        let Some((field, value)) = hash.random_pair(rng) else {
+            return;
+        };
+        if nested {
+            reply.array(2);
+        }
+        reply_elem(reply, field);
+        if with_values {
+            reply_elem(reply, value);
         }
     }
 }

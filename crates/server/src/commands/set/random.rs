@@ -53,9 +53,35 @@ pub(super) const SPOP: CommandSpec = CommandSpec {
     ..CommandSpec::BASE
 };
 
-/// The most members one call may pick with repeats. Redis has no limit and would build a
-/// reply as large as asked; we refuse beyond this rather than exhaust memory.
+/// The most members one call may pick with repeats when nothing else bounds the reply.
 pub(crate) const MAX_REPEATED_PICKS: u64 = 1 << 24;
+
+/// Where a reply of `wanted` repeated picks (SRANDMEMBER, HRANDFIELD, ZRANDMEMBER with a
+/// negative count) must stop: Redis builds any count and stops once the reply passes the
+/// client's hard output limit (the client is then closed unanswered). Latch does the same
+/// past [`MAX_REPEATED_PICKS`]: `Some(bytes)` to stop at (`u64::MAX` for counts under it),
+/// `None` when the client has no hard limit, and such a count is refused rather than
+/// exhausting memory.
+pub(crate) fn repeated_picks_stop(
+    server: &crate::server::Server,
+    client: &crate::client::Client,
+    wanted: u64,
+) -> Option<u64> {
+    if wanted <= MAX_REPEATED_PICKS {
+        return Some(u64::MAX);
+    }
+    // A reply past the hard limit of the client's class is never sent: the connection
+    // closes.
+    let class = if client.subscriptions.any() {
+        crate::pubsub::PUBSUB_CLASS
+    } else {
+        0
+    };
+    match server.config.client_output_buffer_limits()[class].hard_bytes {
+        0 => None,
+        limit => Some(limit),
+    }
+}
 
 /// Parses a random-member count as Redis does (`-LONG_MAX..=LONG_MAX`): `Err` holds the
 /// error to answer.
@@ -129,14 +155,17 @@ fn srandmember(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
     if count < 0 || wanted == 1 {
         // Repeats allowed: independent picks, in the order drawn.
-        if wanted > MAX_REPEATED_PICKS {
+        let Some(stop_at) = repeated_picks_stop(ctx.server, ctx.client, wanted) else {
             ctx.reply.error(b"ERR value is out of range");
             return;
-        }
+        };
         ctx.reply.array(wanted as usize);
         for _ in 0..wanted {
             let member = members.get(rng.gen_range(0..members.len()));
             bulk_member(ctx.reply, member);
+            if ctx.reply.len() as u64 >= stop_at {
+                break;
+            }
         }
         return;
     }

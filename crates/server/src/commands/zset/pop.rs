@@ -263,10 +263,6 @@ pub(super) fn bzmpop(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     }
 }
 
-/// The most members ZRANDMEMBER answers with repetitions allowed. Redis would try to write
-/// any count (until the client is dropped for its output buffer); we refuse instead.
-const MAX_RANDOM_REPLY: u64 = 1 << 24;
-
 /// ZRANDMEMBER key [count [WITHSCORES]].
 pub(super) fn zrandmember(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     let db = ctx.db();
@@ -328,12 +324,35 @@ pub(super) fn zrandmember(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     // Snapshot (member, score) once: picking by position is then O(1).
     let members: Vec<(Member<'_>, f64)> = set.iter().collect();
     if count < 0 || wanted == 1 {
-        if wanted > MAX_RANDOM_REPLY {
+        let Some(stop_at) =
+            crate::commands::set::random::repeated_picks_stop(ctx.server, ctx.client, wanted)
+        else {
             ctx.reply.error(b"ERR value is out of range");
             return;
+        };
+        if stop_at == u64::MAX {
+            let picks = (0..wanted as usize).map(|_| members[rng.gen_range(0..len)]);
+            reply_scored(ctx.reply, picks, with_scores);
+            return;
         }
-        let picks = (0..wanted as usize).map(|_| members[rng.gen_range(0..len)]);
-        reply_scored(ctx.reply, picks, with_scores);
+        // Past the usual bound: picks until the reply passes the client's hard limit.
+        let resp3 = ctx.reply.resp() == latch_protocol::Resp::V3;
+        let entries = usize::try_from(wanted).unwrap_or(usize::MAX);
+        ctx.reply.array(if with_scores && !resp3 {
+            entries.saturating_mul(2)
+        } else {
+            entries
+        });
+        while (ctx.reply.len() as u64) < stop_at {
+            let (member, score) = members[rng.gen_range(0..len)];
+            if with_scores && resp3 {
+                ctx.reply.array(2);
+            }
+            ctx.reply.bulk(member.as_ref());
+            if with_scores {
+                ctx.reply.double(score);
+            }
+        }
         return;
     }
     if wanted >= len as u64 {
