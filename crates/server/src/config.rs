@@ -245,7 +245,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("appendonly", None, o::DENY_LOADING, Kind::Bool, "no", Effect::Acts),
     opt("cluster-allow-reads-when-down", None, 0, Kind::Bool, "no", Effect::Inert),
     opt("cluster-allow-pubsubshard-when-down", None, 0, Kind::Bool, "yes", Effect::Inert),
-    opt("crash-log-enabled", None, 0, Kind::Bool, "yes", Effect::Inert),
+    opt("crash-log-enabled", None, 0, Kind::Bool, "yes", Effect::Acts),
     opt("crash-memcheck-enabled", None, 0, Kind::Bool, "yes", Effect::Inert),
     opt("use-exit-on-panic", None, o::HIDDEN, Kind::Bool, "no", Effect::Inert),
     opt("disable-thp", None, o::IMMUTABLE, Kind::Bool, "yes", Effect::Inert),

@@ -21,6 +21,7 @@ pub mod busy_poll;
 pub mod client;
 pub mod commands;
 pub mod config;
+pub mod crash;
 pub mod evict;
 pub mod gate;
 pub mod jemalloc;

@@ -95,6 +95,7 @@ pub fn init(config: &Config) -> Option<()> {
             .append(true)
             .open(&logfile)
             .ok()?;
+        crate::crash::set_log_fd(std::os::fd::AsRawFd::as_raw_fd(&file));
         tracing_subscriber::fmt::writer::BoxMakeWriter::new(std::sync::Mutex::new(file))
     };
     let ansi = logfile.is_empty() && std::io::IsTerminal::is_terminal(&std::io::stdout());

@@ -32,6 +32,7 @@ fn main() {
         }
     };
     let _log_guard = latch_server::log::init(&config);
+    latch_server::crash::set_enabled(config.get_bool("crash-log-enabled"));
     tracing::warn!("Latch is starting");
     tracing::warn!(
         "Latch version={}, Redis version={}, bits=64, pid={}, just started",

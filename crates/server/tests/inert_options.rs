@@ -22,7 +22,7 @@ const INERT: &str = "
     cluster-enabled cluster-link-sendbuf-limit cluster-migration-barrier
     cluster-node-timeout cluster-port cluster-preferred-endpoint-type
     cluster-replica-no-failover cluster-replica-validity-factor
-    cluster-require-full-coverage crash-log-enabled crash-memcheck-enabled disable-thp
+    cluster-require-full-coverage crash-memcheck-enabled disable-thp
     dynamic-hz enable-module-command ignore-warnings io-threads-do-reads key-load-delay
     loading-process-events-interval-bytes
     no-appendfsync-on-rewrite

@@ -197,6 +197,9 @@ fn config_set(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
                     .pubsub
                     .set_notify_flags(config.notify_keyspace_events());
             }
+            if named("crash-log-enabled") {
+                crate::crash::set_enabled(config.get_bool("crash-log-enabled"));
+            }
             if named("appendfsync") {
                 ctx.server.persistence.set_fsync(&config.appendfsync());
             }

@@ -40,6 +40,8 @@ fn debug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         let paused = parse_i64(&args[2]).unwrap_or(0) != 0;
         ctx.server.cron_paused.store(paused, Ordering::Relaxed);
         ctx.reply.ok();
+    } else if is(sub, "SEGFAULT") && argc == 2 {
+        crate::crash::segfault();
     } else if is(sub, "SLEEP") && argc == 3 {
         debug_sleep(ctx, &args[2]);
     } else if is(sub, "SET-ACTIVE-EXPIRE") && argc == 3 {
@@ -161,6 +163,8 @@ fn debug_help(ctx: &mut Ctx<'_, '_>) {
             "PROTOCOL <type>",
             "    Reply with a sample of a reply type: string, integer, double, bignum, null,",
             "    array, set, map, attrib, push, verbatim, true or false.",
+            "SEGFAULT",
+            "    Crash the server with a memory fault (the log gets a crash report).",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Stop (0) or resume (1) removing expired keys in the background.",
             "SET-DISABLE-DENY-SCRIPTS <0|1>",
