@@ -1602,11 +1602,9 @@ fn secret_positions(args: &[Bytes]) -> Vec<usize> {
         return crate::commands::keys::migrate::secret_positions(args);
     }
     if name.eq_ignore_ascii_case(b"hello") {
+        // The version as HELLO reads it: a refused one leaves the rest unread.
         let version_ok = args.len() < 2
-            || std::str::from_utf8(&args[1])
-                .ok()
-                .and_then(|v| v.parse::<i64>().ok())
-                .is_some_and(|v| (2..=3).contains(&v));
+            || crate::commands::parse_i64(&args[1]).is_some_and(|v| (2..=3).contains(&v));
         let mut out = Vec::new();
         let mut at = 2;
         while version_ok && at < args.len() {

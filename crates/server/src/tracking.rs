@@ -468,11 +468,7 @@ impl Tracking {
     /// The output limit of `client`'s class (pubsub when it subscribes to something).
     fn limit_for(&self, server: &Server, client: &ClientShared) -> BufferLimit {
         let epoch = server.config.epoch();
-        let class = if client.is_pubsub() {
-            crate::pubsub::PUBSUB_CLASS
-        } else {
-            0
-        };
+        let class = crate::pubsub::output_class(client.is_pubsub());
         {
             let cached = self.limits.read();
             if cached.0 == epoch {

@@ -206,16 +206,7 @@ fn config_set(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             if named("appendonly") {
                 let server = ctx.server;
                 if config.appendonly() && ctx.client.in_exec {
-                    if server.persistence.aof().is_none() {
-                        tracing::warn!(
-                            "AOF was enabled during a transaction. An AOF background was \
-                             scheduled to start when possible."
-                        );
-                        server
-                            .persistence
-                            .rewrite_scheduled
-                            .store(true, std::sync::atomic::Ordering::Relaxed);
-                    }
+                    crate::persistence::aofdir::turn_on_after_transaction(server);
                 } else if config.appendonly() {
                     if let Some(server) = server.arc() {
                         crate::persistence::aofdir::turn_on(&server);

@@ -427,6 +427,21 @@ pub fn turn_on(server: &Arc<Server>) -> bool {
     rewrite_in_background(server)
 }
 
+/// [`turn_on`] inside EXEC: the rewrite waits for the cron, as in Redis.
+pub fn turn_on_after_transaction(server: &Server) {
+    if server.persistence.aof().is_some() {
+        return;
+    }
+    warn!(
+        "AOF was enabled during a transaction. An AOF background was scheduled to start \
+         when possible."
+    );
+    server
+        .persistence
+        .rewrite_scheduled
+        .store(true, Ordering::Relaxed);
+}
+
 /// CONFIG SET appendonly no.
 pub fn turn_off(server: &Server) {
     if server

@@ -294,6 +294,16 @@ pub fn take_delivering_publishes() -> u32 {
 /// The pubsub class's index in `client-output-buffer-limit` (normal, replica, pubsub).
 pub const PUBSUB_CLASS: usize = 2;
 
+/// The `client-output-buffer-limit` class of a client: pubsub while it subscribes to
+/// something, normal otherwise (replicas have theirs apart).
+pub fn output_class(subscribed: bool) -> usize {
+    if subscribed {
+        PUBSUB_CLASS
+    } else {
+        0
+    }
+}
+
 /// A connection's own subscriptions. Its connection owns them; the counts are mirrored on
 /// [`ClientShared`] for CLIENT LIST.
 #[derive(Debug, Default)]

@@ -249,53 +249,45 @@ fn hrandfield(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             return;
         };
         if stop_at != u64::MAX {
-            // Past the usual bound: picks until the reply passes the client's hard limit.
-            reply_pairs_until(ctx.reply, hash, wanted, with_values, stop_at, &mut rng);
+            // Past the usual bound, the picks stop once the reply passes the client's limit.
+            let entries = usize::try_from(wanted).unwrap_or(usize::MAX);
+            let picks = std::iter::from_fn(|| hash.random_pair(&mut rng));
+            reply_pairs(ctx.reply, entries, picks, with_values, stop_at);
             return;
         }
         hash.random_pairs(wanted as usize, &mut rng)
     } else {
         hash.distinct_random_pairs(usize::try_from(wanted).unwrap_or(usize::MAX), &mut rng)
     };
-    // RESP3 nests each field with its value; RESP2 lists them flat.
-    let nested = with_values && ctx.reply.resp() == Resp::V3;
-    if with_values && !nested {
-        ctx.reply.array(chosen.len() * 2);
-    } else {
-        ctx.reply.array(chosen.len());
-    }
-    for (field, value) in chosen {
-        if nested {
-            ctx.reply.array(2);
-        }
-        reply_elem(ctx.reply, field);
-        if with_values {
-            reply_elem(ctx.reply, value);
-        }
-    }
+    reply_pairs(
+        ctx.reply,
+        chosen.len(),
+        chosen.into_iter(),
+        with_values,
+        u64::MAX,
+    );
 }
 
-/// HRANDFIELD's repeated picks one at a time, until the reply holds `stop_at` bytes (the
-/// client's hard output limit: it is then closed unanswered, as in Redis).
-fn reply_pairs_until(
+/// HRANDFIELD's reply: `len` fields (with their values, nested in RESP3 and flat in RESP2)
+/// from `pairs`, stopping early once the reply holds `stop_at` bytes (a client's hard
+/// output limit: the reply is then never sent, as Redis closes the client).
+fn reply_pairs<'h>(
     reply: &mut latch_protocol::Reply,
-    hash: &latch_keyspace::Hash,
-    wanted: u64,
+    len: usize,
+    pairs: impl Iterator<Item = (Elem<'h>, Elem<'h>)>,
     with_values: bool,
     stop_at: u64,
-    rng: &mut impl rand::Rng,
 ) {
     let nested = with_values && reply.resp() == Resp::V3;
-    let entries = usize::try_from(wanted).unwrap_or(usize::MAX);
     reply.array(if with_values && !nested {
-        entries.saturating_mul(2)
+        len.saturating_mul(2)
     } else {
-        entries
+        len
     });
-    while (reply.len() as u64) < stop_at {
-        let Some((field, value)) = hash.random_pair(rng) else {
-            return;
-        };
+    for (field, value) in pairs {
+        if reply.len() as u64 >= stop_at {
+            break;
+        }
         if nested {
             reply.array(2);
         }

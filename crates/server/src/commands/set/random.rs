@@ -72,11 +72,7 @@ pub(crate) fn repeated_picks_stop(
     }
     // A reply past the hard limit of the client's class is never sent: the connection
     // closes.
-    let class = if client.subscriptions.any() {
-        crate::pubsub::PUBSUB_CLASS
-    } else {
-        0
-    };
+    let class = crate::pubsub::output_class(client.subscriptions.any());
     match server.config.client_output_buffer_limits()[class].hard_bytes {
         0 => None,
         limit => Some(limit),

@@ -223,14 +223,32 @@ where
     M: AsRef<[u8]>,
     I: ExactSizeIterator<Item = (M, f64)>,
 {
-    let resp3 = reply.resp() == Resp::V3;
     let len = items.len();
+    reply_scored_until(reply, len, items, with_scores, u64::MAX);
+}
+
+/// [`reply_scored`] of `len` entries from `items`, stopping early once the reply holds
+/// `stop_at` bytes (a client's hard output limit: the reply is then never sent).
+fn reply_scored_until<M, I>(
+    reply: &mut Reply,
+    len: usize,
+    items: I,
+    with_scores: bool,
+    stop_at: u64,
+) where
+    M: AsRef<[u8]>,
+    I: Iterator<Item = (M, f64)>,
+{
+    let resp3 = reply.resp() == Resp::V3;
     if with_scores && !resp3 {
-        reply.array(len * 2);
+        reply.array(len.saturating_mul(2));
     } else {
         reply.array(len);
     }
     for (member, score) in items {
+        if reply.len() as u64 >= stop_at {
+            break;
+        }
         if with_scores && resp3 {
             reply.array(2);
         }

@@ -7,7 +7,7 @@ use latch_keyspace::Member;
 use latch_protocol::Resp;
 use rand::Rng;
 
-use super::{remove_if_empty, reply_scored, zset_at, WrongType};
+use super::{remove_if_empty, reply_scored, reply_scored_until, zset_at, WrongType};
 use crate::commands::{err, is, parse_i64, Ctx};
 use crate::gate;
 use crate::pubsub::notify;
@@ -330,29 +330,10 @@ pub(super) fn zrandmember(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             ctx.reply.error(b"ERR value is out of range");
             return;
         };
-        if stop_at == u64::MAX {
-            let picks = (0..wanted as usize).map(|_| members[rng.gen_range(0..len)]);
-            reply_scored(ctx.reply, picks, with_scores);
-            return;
-        }
-        // Past the usual bound: picks until the reply passes the client's hard limit.
-        let resp3 = ctx.reply.resp() == latch_protocol::Resp::V3;
+        // Past the usual bound, the picks stop once the reply passes the client's limit.
         let entries = usize::try_from(wanted).unwrap_or(usize::MAX);
-        ctx.reply.array(if with_scores && !resp3 {
-            entries.saturating_mul(2)
-        } else {
-            entries
-        });
-        while (ctx.reply.len() as u64) < stop_at {
-            let (member, score) = members[rng.gen_range(0..len)];
-            if with_scores && resp3 {
-                ctx.reply.array(2);
-            }
-            ctx.reply.bulk(member.as_ref());
-            if with_scores {
-                ctx.reply.double(score);
-            }
-        }
+        let picks = (0..entries).map(|_| members[rng.gen_range(0..len)]);
+        reply_scored_until(ctx.reply, entries, picks, with_scores, stop_at);
         return;
     }
     if wanted >= len as u64 {
