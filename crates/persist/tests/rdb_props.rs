@@ -219,6 +219,7 @@ proptest! {
                     prop_assert_eq!(n, keys.len() as u64);
                     prop_assert_eq!(e, expires);
                 }
+                Item::EmptyKey(key) => prop_assert!(false, "an empty key {:?} was written", key),
                 Item::Key {
                     key,
                     value,

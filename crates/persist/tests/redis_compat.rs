@@ -849,6 +849,7 @@ fn redis_rdb_reads_in_latch() {
             Item::Function(code) => functions.push(code),
             Item::SelectDb(n) => db = n,
             Item::ResizeDb { .. } => {}
+            Item::EmptyKey(key) => panic!("Redis wrote an empty key {key:?}"),
             Item::Key {
                 key,
                 value,

@@ -53,7 +53,15 @@ pub async fn run(config: config::Config) -> anyhow::Result<()> {
     tracing::warn!("Server initialized");
     {
         let loading = server.clone();
-        tokio::task::spawn_blocking(move || persistence::start(&loading)).await??;
+        let started = tokio::task::spawn_blocking(move || persistence::start(&loading)).await?;
+        if let Err(error) = started {
+            if let Some(rdb) = error.downcast_ref::<latch_persist::rdb::RdbError>() {
+                // The lines operators (and Redis' tests) look for when a file is corrupt.
+                tracing::warn!("{}", rdb.log_line());
+                tracing::warn!("Terminating server after rdb file reading failure.");
+            }
+            return Err(error);
+        }
     }
     net::log_ready(&tcp, &unix, &server);
     net::serve(server.clone(), tcp, unix).await;

@@ -624,3 +624,80 @@ fn saves_asked_for_inside_exec_are_scheduled() {
         "{log}"
     );
 }
+
+/// An RDB file of version 9 holding `body` (a checksum of 0: not checked).
+fn rdb_file(body: &[u8]) -> Vec<u8> {
+    let mut data = b"REDIS0009\xfe\x00".to_vec();
+    data.extend_from_slice(body);
+    data.push(0xff);
+    data.extend_from_slice(&[0; 8]);
+    data
+}
+
+#[test]
+fn corrupt_containers_are_logged_as_redis_logs_them() {
+    // A hash ziplist (type 13) whose ziplist is five bytes of nonsense: the server refuses
+    // to start, with the lines Redis' loader writes.
+    let dir = std::env::temp_dir().join(format!("latch-test-{}-corrupt-rdb", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("dump.rdb"), rdb_file(b"\x0d\x01h\x05hello")).unwrap();
+    let output = start_expecting_failure(&dir, &[]);
+    assert!(
+        output.contains("-> Hash ziplist integrity check failed."),
+        "{output}"
+    );
+    assert_eq!(
+        output
+            .matches("Terminating server after rdb file reading failure.")
+            .count(),
+        1,
+        "{output}"
+    );
+
+    // Empty collections (old versions wrote some) are skipped, each named.
+    std::fs::write(
+        dir.join("dump.rdb"),
+        rdb_file(b"\x12\x05empty\x00\x00\x02kx\x01v"),
+    )
+    .unwrap();
+    let server = TestServer::start_in(Some(&dir), &["--loglevel", "verbose"]);
+    let mut conn = server.client();
+    let keys: Vec<String> = conn.keys("*").unwrap();
+    assert_eq!(keys, vec!["kx".to_string()]);
+
+    // RESTORE of the same corrupt hash: the client gets Redis' short error, the verbose
+    // log the reason.
+    let mut payload = b"\x0d\x05hello\x0a\x00".to_vec();
+    payload.extend_from_slice(&[0; 8]);
+    let _: () = redis::cmd("DEBUG")
+        .arg("set-skip-checksum-validation")
+        .arg(1)
+        .query(&mut conn)
+        .unwrap();
+    let refused: redis::RedisResult<()> = redis::cmd("RESTORE")
+        .arg("h")
+        .arg(0)
+        .arg(payload)
+        .query(&mut conn);
+    assert!(
+        refused.unwrap_err().to_string().contains("Bad data format"),
+        "RESTORE took a corrupt ziplist"
+    );
+    let dir = server.kill_keep_files();
+    let log = std::fs::read_to_string(dir.join("stderr.log")).unwrap();
+    assert!(
+        log.contains("rdbLoadObject skipping empty key: empty"),
+        "{log}"
+    );
+    assert!(
+        log.contains("keys loaded: 1, keys expired: 0, empty keys skipped: 1."),
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("- Internal error in RDB reading offset")
+            .count(),
+        1,
+        "{log}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

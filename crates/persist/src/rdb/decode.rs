@@ -57,6 +57,12 @@ impl<R: Read> Input<R> {
         }
     }
 
+    /// A container that fails its check, named as Redis' loader names it in its log
+    /// ("Ziplist integrity check failed."), with what was wrong after it.
+    pub(crate) fn integrity(&self, container: &str, detail: impl std::fmt::Display) -> RdbError {
+        self.corrupt(format!("{container} integrity check failed. ({detail})"))
+    }
+
     fn io_error(&self, error: std::io::Error) -> RdbError {
         if error.kind() == ErrorKind::UnexpectedEof {
             RdbError::Truncated {
@@ -284,40 +290,46 @@ pub(crate) fn read_object<R: Read>(
         }
         types::HASH_ZIPMAP => {
             let blob = input.read_string()?;
-            let pairs = ziplist::parse_zipmap(&blob).map_err(|e| input.corrupt(e))?;
+            let pairs = ziplist::parse_zipmap(&blob).map_err(|e| input.integrity("Zipmap", e))?;
             Value::Hash(load_hash(input, pairs.into_iter())?)
         }
         types::LIST_ZIPLIST => {
             let blob = input.read_string()?;
-            let elements = ziplist::parse(&blob).map_err(|e| input.corrupt(e))?;
+            let elements = ziplist::parse(&blob).map_err(|e| input.integrity("List ziplist", e))?;
             Value::List(list_of(&elements))
         }
         types::SET_INTSET => {
             let blob = input.read_string()?;
-            intset::parse(&blob).map_err(|e| input.corrupt(e))?;
-            Value::Set(Set::from_intset_bytes(&blob).map_err(|e| input.corrupt(e))?)
+            intset::parse(&blob).map_err(|e| input.integrity("Intset", e))?;
+            Value::Set(Set::from_intset_bytes(&blob).map_err(|e| input.integrity("Intset", e))?)
         }
         types::SET_LISTPACK => {
             let blob = input.read_string()?;
-            let elements = listpack::parse(&blob).map_err(|e| input.corrupt(e))?;
+            let elements =
+                listpack::parse(&blob).map_err(|e| input.integrity("Set listpack", e))?;
             let mut members = Set::new();
             for element in elements {
                 if !members.insert(&element.to_bytes()) {
-                    return Err(input.corrupt("duplicate set member"));
+                    return Err(input.integrity("Set listpack", "duplicate member"));
                 }
             }
             Value::Set(members)
         }
         types::ZSET_ZIPLIST | types::ZSET_LISTPACK => {
             let blob = input.read_string()?;
+            let container = if kind == types::ZSET_ZIPLIST {
+                "Zset ziplist"
+            } else {
+                "Zset listpack"
+            };
             let elements = if kind == types::ZSET_ZIPLIST {
                 ziplist::parse(&blob)
             } else {
                 listpack::parse(&blob)
             }
-            .map_err(|e| input.corrupt(e))?;
+            .map_err(|e| input.integrity(container, e))?;
             if elements.len() % 2 != 0 {
-                return Err(input.corrupt("sorted set with a member but no score"));
+                return Err(input.integrity(container, "a member but no score"));
             }
             let mut set = SortedSet::new();
             // Redis keeps a loaded listpack as one unless it has too many entries.
@@ -330,28 +342,42 @@ pub(crate) fn read_object<R: Read>(
                     }
                 };
                 let member = pair[0].to_bytes();
-                add_scored(input, &mut set, &member, score, keep)?;
+                add_scored(input, &mut set, &member, score, keep).map_err(|e| match e {
+                    RdbError::Corrupt { what, .. } => input.integrity(container, what),
+                    other => other,
+                })?;
             }
             Value::ZSet(set)
         }
         types::HASH_ZIPLIST | types::HASH_LISTPACK => {
             let blob = input.read_string()?;
+            let container = if kind == types::HASH_ZIPLIST {
+                "Hash ziplist"
+            } else {
+                "Hash listpack"
+            };
             let elements = if kind == types::HASH_ZIPLIST {
                 ziplist::parse(&blob)
             } else {
                 listpack::parse(&blob)
             }
-            .map_err(|e| input.corrupt(e))?;
+            .map_err(|e| input.integrity(container, e))?;
             if elements.len() % 2 != 0 {
-                return Err(input.corrupt("hash with a field but no value"));
+                return Err(input.integrity(container, "a field but no value"));
             }
             // Kept in the file's order; Redis checks only the entry count here.
             let pairs: Vec<(Elem<'_>, Elem<'_>)> = elements
                 .chunks_exact(2)
                 .map(|pair| (pair[0].to_elem(), pair[1].to_elem()))
                 .collect();
-            let hash = Hash::load(&pairs, false)
-                .map_err(|DuplicateField| input.corrupt("duplicate hash field"))?;
+            let hash = Hash::load(&pairs, false).map_err(|DuplicateField| {
+                let form = if kind == types::HASH_ZIPLIST {
+                    "ziplist"
+                } else {
+                    "listpack"
+                };
+                input.integrity(container, format!("{form} with dup elements"))
+            })?;
             Value::Hash(hash)
         }
         types::LIST_QUICKLIST | types::LIST_QUICKLIST_2 => {
@@ -364,7 +390,7 @@ pub(crate) fn read_object<R: Read>(
                     CONTAINER_PACKED
                 };
                 if container != CONTAINER_PACKED && container != CONTAINER_PLAIN {
-                    return Err(input.corrupt("unknown quicklist container"));
+                    return Err(input.integrity("Quicklist", "unknown node container"));
                 }
                 let blob = input.read_string()?;
                 if blob.is_empty() {
@@ -375,11 +401,10 @@ pub(crate) fn read_object<R: Read>(
                     continue;
                 }
                 let elements = if kind == types::LIST_QUICKLIST {
-                    ziplist::parse(&blob)
+                    ziplist::parse(&blob).map_err(|e| input.integrity("Ziplist", e))
                 } else {
-                    listpack::parse(&blob)
-                }
-                .map_err(|e| input.corrupt(e))?;
+                    listpack::parse(&blob).map_err(|e| input.integrity("Listpack", e))
+                }?;
                 list.push_node(pack_of(&elements));
             }
             Value::List(list)

@@ -26,3 +26,20 @@ pub enum RdbError {
     #[error("DUMP payload holds an empty value")]
     EmptyValue,
 }
+
+impl RdbError {
+    /// The line Redis' loader logs for this error ("Internal error in RDB reading offset N
+    /// -> reason"), with the reason in Redis' words where Redis has words for it.
+    pub fn log_line(&self) -> String {
+        let (offset, reason) = match self {
+            RdbError::Truncated { offset } => (*offset, "Unexpected EOF reading RDB file".into()),
+            RdbError::UnknownType { code, offset } => {
+                (*offset, format!("Unknown RDB encoding type {code}"))
+            }
+            RdbError::Corrupt { offset, what } => (*offset, what.clone()),
+            RdbError::Checksum { .. } => (0, format!("RDB CRC error ({self})")),
+            other => (0, other.to_string()),
+        };
+        format!("Internal error in RDB reading offset {offset} -> {reason}")
+    }
+}

@@ -33,6 +33,9 @@ pub enum Item {
         expire_unix_ms: Option<i64>,
         access: Option<Access>,
     },
+    /// A key whose collection is empty. Redis never writes one, but old versions did
+    /// (redis#8453); loaders skip it and say so, as Redis does.
+    EmptyKey(Vec<u8>),
 }
 
 /// What a file keeps of a key's accesses, for the eviction policy (Redis writes one when
@@ -144,11 +147,8 @@ impl<R: Read> Reader<R> {
                                 access,
                             }))
                         }
-                        // An empty collection: skipped, with what preceded it.
-                        None => {
-                            expire_unix_ms = None;
-                            access = None;
-                        }
+                        // An empty collection: reported, and what preceded it dropped.
+                        None => return Ok(Some(Item::EmptyKey(key))),
                     }
                 }
                 _ => {

@@ -265,12 +265,12 @@ pub(crate) fn read_stream<R: Read>(input: &mut Input<R>, kind: u8) -> Result<Str
             .map_err(|_| input.corrupt("stream node key is not a stream ID"))?;
         let master = id_from_bytes(&key);
         let blob = input.read_string()?;
-        let elements = listpack::parse(&blob).map_err(|e| input.corrupt(e))?;
+        let elements = listpack::parse(&blob).map_err(|e| input.integrity("Stream listpack", e))?;
         if elements.is_empty() {
-            return Err(input.corrupt("empty listpack inside stream"));
+            return Err(input.corrupt("Empty listpack inside stream"));
         }
         let (master_fields, entries) =
-            parse_node(master, &elements).map_err(|e| input.corrupt(e))?;
+            parse_node(master, &elements).map_err(|e| input.integrity("Stream listpack", e))?;
         if !s.push_snapshot_node(master, master_fields, entries) {
             return Err(input.corrupt("stream nodes or entries out of order"));
         }
@@ -288,7 +288,7 @@ pub(crate) fn read_stream<R: Read>(input: &mut Input<R>, kind: u8) -> Result<Str
         s.entries_added = input.read_len()?;
     }
     if length != s.len() as u64 {
-        return Err(input.corrupt("stream length does not match its entries"));
+        return Err(input.corrupt("Stream length inconsistent with rax entries"));
     }
 
     let groups = input.read_len()?;
@@ -327,7 +327,7 @@ pub(crate) fn read_stream<R: Read>(input: &mut Input<R>, kind: u8) -> Result<Str
                 input.millis()?;
             }
             if group.consumers.contains_key(&consumer_name) {
-                return Err(input.corrupt("duplicate stream consumer"));
+                return Err(input.corrupt("Duplicate stream consumer detected."));
             }
             let mut consumer = Consumer {
                 seen_ms,
@@ -348,7 +348,7 @@ pub(crate) fn read_stream<R: Read>(input: &mut Input<R>, kind: u8) -> Result<Str
         }
         for (id, (delivery_ms, deliveries, owner)) in pel {
             let Some(consumer) = owner else {
-                return Err(input.corrupt("pending entry without consumer"));
+                return Err(input.corrupt("Stream CG PEL entry without consumer"));
             };
             group.pending.insert(
                 id,

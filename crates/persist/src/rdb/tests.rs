@@ -493,7 +493,7 @@ fn older_opcodes() {
     body.push(types::STRING);
     put_string(&mut body, b"k");
     put_string(&mut body, b"v");
-    // An empty list, with an expiry, is skipped.
+    // An empty list, with an expiry, is reported as an empty key and skipped.
     body.push(opcodes::EXPIRETIME_MS);
     body.extend_from_slice(&5i64.to_le_bytes());
     body.push(types::LIST);
@@ -521,6 +521,7 @@ fn older_opcodes() {
                     expire_unix_ms: Some(2_000_000_000_000),
                     access: Some(Access::Frequency(5))
                 },
+                Item::EmptyKey(b"empty".to_vec()),
                 Item::Key {
                     key: b"k2".to_vec(),
                     value: Value::Str(b"v2".to_vec()),

@@ -580,6 +580,7 @@ fn load_rdb_locked(
     let mut db = 0usize;
     let mut loaded = 0u64;
     let mut expired = 0u64;
+    let mut empty_skipped = 0u64;
     let mut libraries = Vec::new();
     let mut repl = ReplFields::default();
     while let Some(item) = reader.next()? {
@@ -629,7 +630,22 @@ fn load_rdb_locked(
             Item::Function(code) => libraries.push(Bytes::from(code)),
             Item::Aux { name, value } => repl.take(&name, &value),
             Item::ResizeDb { .. } => {}
+            Item::EmptyKey(key) => {
+                // As Redis: the first ten are named, all counted.
+                if empty_skipped < 10 {
+                    warn!(
+                        "rdbLoadObject skipping empty key: {}",
+                        String::from_utf8_lossy(&key)
+                    );
+                }
+                empty_skipped += 1;
+            }
         }
+    }
+    if empty_skipped > 0 {
+        warn!("Done loading RDB, keys loaded: {loaded}, keys expired: {expired}, empty keys skipped: {empty_skipped}.");
+    } else {
+        info!("Done loading RDB, keys loaded: {loaded}, keys expired: {expired}.");
     }
     let end = reader.offset() as usize;
     let persistence = &server.persistence;

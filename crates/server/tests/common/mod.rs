@@ -45,6 +45,7 @@ impl TestServer {
     /// `start_in`, confined to one core when `one_core`.
     #[allow(dead_code)]
     pub fn start_with(one_core: bool, dir: Option<&std::path::Path>, extra: &[&str]) -> TestServer {
+        let dir_given = dir.is_some();
         for _ in 0..5 {
             let port = free_port();
             let dir = match dir {
@@ -103,6 +104,9 @@ impl TestServer {
                 dir,
                 keep_dir: false,
             };
+            // A failed attempt must not delete a directory the caller handed in: the next
+            // attempt would start over an empty one.
+            let callers_dir = dir_given;
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
                 // Our own process must hold the listening socket: a port the OS handed out
@@ -117,6 +121,7 @@ impl TestServer {
                 std::thread::sleep(Duration::from_millis(20));
             }
             let _ = server.child.kill();
+            server.keep_dir = callers_dir;
         }
         panic!("latch-server did not start (args {extra:?})");
     }

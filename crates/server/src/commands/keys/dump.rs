@@ -166,7 +166,9 @@ fn restore(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
                 .error(b"ERR DUMP payload version or checksum are wrong");
             return;
         }
-        Err(_) => {
+        Err(error) => {
+            // As Redis: the reason is logged at verbose level, the client told no more.
+            tracing::debug!("{}", error.log_line());
             ctx.reply.error(b"ERR Bad data format");
             return;
         }
