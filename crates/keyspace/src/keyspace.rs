@@ -136,6 +136,8 @@ struct Watcher {
 pub struct Watches {
     flag: Arc<AtomicBool>,
     keys: Vec<WatchedKey>,
+    /// The bytes of the watched keys' names, held twice (here and in the shard's table).
+    key_bytes: usize,
     /// The keyspace's per-shard "has dead watchers" marks, known once something is watched.
     orphans: Option<Arc<[AtomicBool]>>,
 }
@@ -159,6 +161,15 @@ impl Watches {
 
     pub fn len(&self) -> usize {
         self.keys.len()
+    }
+
+    /// What watching costs this client in memory: its list, the keys' names and its entry
+    /// in each key's table of watchers (counted by `maxmemory-clients`, as Redis counts a
+    /// client's watched keys).
+    pub fn memory(&self) -> usize {
+        self.keys.capacity() * std::mem::size_of::<WatchedKey>()
+            + self.keys.len() * std::mem::size_of::<Watcher>()
+            + 2 * self.key_bytes
     }
 
     /// The watched keys (of any database), for locking their shards.
@@ -1459,10 +1470,12 @@ impl<'a> Locked<'a> {
             key: key.into(),
             shard: shard_index,
         });
+        watches.key_bytes += key.len();
     }
 
     /// Forgets every key `watches` watches and clears its flag. Needs the watched keys' shards.
     pub fn unwatch_all(&mut self, watches: &mut Watches) {
+        watches.key_bytes = 0;
         for watched in std::mem::take(&mut watches.keys) {
             let shard = self.shard_mut(watched.shard);
             if let Some(by) = shard.watches.get_mut(&watched.key) {

@@ -439,6 +439,14 @@ impl ClientShared {
 
     /// One line of CLIENT LIST / CLIENT INFO (without the newline), fields as Redis 7 prints them.
     pub fn describe(&self) -> String {
+        self.describe_running(&[])
+    }
+
+    /// `describe` for the client running `args` (CLIENT LIST or INFO about itself): as in
+    /// Redis, `argv-mem` and `tot-mem` count the running command's arguments.
+    pub fn describe_running(&self, args: &[Bytes]) -> String {
+        let argv_bytes: usize = args.iter().map(Bytes::len).sum();
+        let argv_slots = args.len() * std::mem::size_of::<usize>();
         let text = |m: &Mutex<Option<Bytes>>| {
             m.lock()
                 .as_ref()
@@ -468,13 +476,13 @@ impl ClientShared {
             self.multi.load(Ordering::Relaxed),
             qbuf,
             load(&memory.query_capacity).saturating_sub(qbuf),
-            load(&memory.argv),
+            load(&memory.argv) + argv_bytes,
             load(&memory.multi),
             load(&memory.reply_capacity),
             load(&memory.reply_peak),
             output,
             output,
-            load(&memory.total),
+            load(&memory.total) + argv_bytes + argv_slots,
             match self.last_command.load(Ordering::Relaxed) {
                 0 => "NULL",
                 id => crate::table::table().get(id - 1).full_name.as_str(),

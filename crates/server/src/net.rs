@@ -1,7 +1,7 @@
 //! Listeners and the per-connection loop: read, parse every complete command, execute each
 //! through the gatekeeper, write all replies in one go (so pipelines cost one write).
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -482,6 +482,13 @@ const CLIENT_FIXED_BYTES: usize = std::mem::size_of::<Client>()
 /// PROTO_RESIZE_THRESHOLD).
 const BUFFER_SHRINK_ABOVE: usize = 32 * 1024;
 const BUFFER_REVIEW_NS: u64 = 100_000_000;
+/// DEBUG REPLYBUFFER RESIZING: whether reviews and idleness may shrink or free a reply
+/// buffer (Redis' `reply_buffer_resizing_enabled`).
+pub static REPLY_RESIZING: AtomicBool = AtomicBool::new(true);
+/// DEBUG REPLYBUFFER PEAK-RESET-TIME: how often, in milliseconds, a reply buffer's peak
+/// starts over (-1: never); by default at every review.
+pub static REPLY_PEAK_RESET_MS: AtomicI64 = AtomicI64::new(REPLY_PEAK_RESET_DEFAULT_MS);
+pub const REPLY_PEAK_RESET_DEFAULT_MS: i64 = (BUFFER_REVIEW_NS / 1_000_000) as i64;
 /// Room reserved ahead for an announced bulk argument, at most (the parser already checked
 /// its length): the whole argument at once, as Redis sizes its query buffer for a big
 /// argument, so that it is read without copies; pages not yet written take no memory.
@@ -583,6 +590,8 @@ struct Buffers {
     /// The most the input and reply buffers held since their sizes were last reviewed.
     input_peak: usize,
     reply_peak: usize,
+    /// When `reply_peak` last started over.
+    reply_peak_since: Tick,
     last_review: Tick,
     /// When the unwritten replies first reached the soft output limit, while they stay
     /// over it.
@@ -621,7 +630,10 @@ impl Buffers {
             + self.parser.held_bytes()
             + multi
             + self.reply.capacity()
-            + batch_slots;
+            + batch_slots
+            + client.watches.memory()
+            + client.subscriptions.memory()
+            + client.tracking.memory();
         if memory.total.load(Ordering::Relaxed) != total {
             server.clients.account(&client.shared, total);
         }
@@ -656,14 +668,19 @@ impl Buffers {
             self.input_allocation = self.input.capacity();
         }
         let reply_capacity = self.reply.capacity();
-        if reply_capacity > BUFFER_SHRINK_ABOVE
+        if REPLY_RESIZING.load(Ordering::Relaxed)
+            && reply_capacity > BUFFER_SHRINK_ABOVE
             && self.reply_peak < reply_capacity / 2
             && self.reply.is_empty()
         {
             *self.reply.buffer() = BytesMut::with_capacity(self.reply_peak.max(READ_CHUNK));
         }
         self.input_peak = self.input.len();
-        self.reply_peak = self.reply.len();
+        let reset_ms = REPLY_PEAK_RESET_MS.load(Ordering::Relaxed);
+        if reset_ms >= 0 && now.nanos_since(self.reply_peak_since) >= reset_ms as u64 * 1_000_000 {
+            self.reply_peak = self.reply.len();
+            self.reply_peak_since = now;
+        }
         self.batch
             .retain(|args| args.capacity() <= MAX_BATCH_ARGS_KEPT);
     }
@@ -675,13 +692,16 @@ impl Buffers {
             self.input = BytesMut::new();
             self.input_allocation = 0;
         }
-        if self.reply.is_empty() {
+        let resizing = REPLY_RESIZING.load(Ordering::Relaxed);
+        if self.reply.is_empty() && resizing {
             *self.reply.buffer() = BytesMut::new();
         }
         self.batch.clear();
         self.batch.shrink_to_fit();
         self.input_peak = 0;
-        self.reply_peak = 0;
+        if resizing && REPLY_PEAK_RESET_MS.load(Ordering::Relaxed) >= 0 {
+            self.reply_peak = 0;
+        }
     }
 }
 
@@ -721,6 +741,7 @@ where
         input_peak: 0,
         reply_peak: 0,
         last_review: Tick::now(),
+        reply_peak_since: Tick::now(),
         soft_limit_since: None,
         read_ahead: false,
     };
@@ -1751,10 +1772,18 @@ async fn flush_rest<W: AsyncRead + AsyncWrite + Unpin>(
         let counted = memory
             .reply_capacity
             .swap(buffer.capacity(), Ordering::Relaxed);
-        let total = memory.total.load(Ordering::Relaxed) + buffer.capacity();
+        let mut total = memory.total.load(Ordering::Relaxed) + buffer.capacity();
+        let mut uncounted = counted;
+        // Input read ahead meanwhile is the client's memory too (Redis would have run it
+        // and held its replies instead).
+        if let Some(ahead) = ahead.as_ref() {
+            let capacity = ahead.input.capacity();
+            uncounted += memory.query_capacity.swap(capacity, Ordering::Relaxed);
+            total += capacity;
+        }
         server
             .clients
-            .account(&client.shared, total.saturating_sub(counted));
+            .account(&client.shared, total.saturating_sub(uncounted));
         let clients_limit = clients_memory_limit(server);
         if clients_limit > 0
             && server.clients.evict_over(clients_limit) > 0

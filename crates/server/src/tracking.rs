@@ -103,6 +103,14 @@ pub struct ClientTracking {
     pub broadcast_due: bool,
 }
 
+impl ClientTracking {
+    /// What the client's BCAST prefixes take (a B-tree entry each, about a third of a node
+    /// spare), for `maxmemory-clients`.
+    pub fn memory(&self) -> usize {
+        self.prefixes.len() * (std::mem::size_of::<Bytes>() * 3 / 2)
+    }
+}
+
 /// One stripe of the key table: key -> the ids of the clients that may cache it, sorted.
 type Holders = HashMap<Box<[u8]>, Vec<u64>>;
 

@@ -416,3 +416,139 @@ fn a_big_argument_takes_its_own_size_in_the_query_buffer_once() {
         "{held} bytes held for a {size}-byte argument: {line}"
     );
 }
+
+#[test]
+fn watched_keys_and_subscriptions_count_and_a_lower_limit_evicts_at_once() {
+    let server = TestServer::start(&[]);
+    let mut admin = named(&server, "admin");
+    check(&mut admin, "CLIENT NO-EVICT on", "+OK\r\n");
+    let mut watcher = named(&server, "watcher");
+    let mut subscriber = named(&server, "subscriber");
+    let before = field(&client_line(&server, "watcher").unwrap(), "tot-mem");
+    for i in 0..2000 {
+        check(&mut watcher, &format!("WATCH key:{i:08}"), "+OK\r\n");
+    }
+    let watching = field(&client_line(&server, "watcher").unwrap(), "tot-mem");
+    assert!(
+        watching > before + 2000 * 40,
+        "2000 watched keys took {} bytes",
+        watching - before
+    );
+    let mut request = Vec::new();
+    for i in 0..2000 {
+        request.extend_from_slice(&encode(&[b"SUBSCRIBE", format!("ch:{i}").as_bytes()]));
+    }
+    subscriber.send(&request);
+    assert!(eventually(5, || client_line(&server, "subscriber")
+        .is_some_and(|line| field(&line, "sub") == 2000)));
+    let subscribed = field(&client_line(&server, "subscriber").unwrap(), "tot-mem");
+    assert!(subscribed > before + 2000 * 32, "{subscribed}");
+
+    // The caller's own line counts the command it runs (as Redis' argv-mem does).
+    let mine: String = redis::cmd("CLIENT")
+        .arg("INFO")
+        .query(&mut server.client())
+        .unwrap();
+    assert_eq!(field(&mine, "argv-mem"), "CLIENTINFO".len() as u64);
+
+    // A limit under what the two hold evicts the bigger at once: CLIENT LIST right after
+    // the CONFIG SET no longer shows it.
+    let limit = (watching.max(subscribed) + watching.min(subscribed) / 2).to_string();
+    check(
+        &mut admin,
+        &format!("CONFIG SET maxmemory-clients {limit}"),
+        "+OK\r\n",
+    );
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query(&mut server.client())
+        .unwrap();
+    let bigger = if watching > subscribed {
+        "watcher"
+    } else {
+        "subscriber"
+    };
+    let smaller = if watching > subscribed {
+        "subscriber"
+    } else {
+        "watcher"
+    };
+    assert!(!list.contains(&format!("name={bigger} ")), "{list}");
+    assert!(list.contains(&format!("name={smaller} ")), "{list}");
+    assert_eq!(info_field(&server, "stats", "evicted_clients"), 1);
+}
+
+#[test]
+fn requests_read_ahead_behind_stuck_replies_count_toward_eviction() {
+    let server = TestServer::start(&["--maxmemory-clients", "3mb"]);
+    fill_list(&server, 1000);
+    // Its replies (1 MB each) fill the socket; what it keeps sending is read ahead and held,
+    // and counted, until eviction closes it.
+    let mut flooder = named(&server, "flooder");
+    flooder
+        .stream
+        .set_write_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let one = encode(&[b"LRANGE", b"big", b"0", b"-1"]);
+    let chunk: Vec<u8> = one
+        .iter()
+        .copied()
+        .cycle()
+        .take(one.len() * 10_000)
+        .collect();
+    let mut writer = flooder.stream.try_clone().unwrap();
+    std::thread::spawn(move || {
+        use std::io::Write;
+        for _ in 0..100 {
+            if writer.write_all(&chunk).is_err() {
+                break;
+            }
+        }
+    });
+    assert!(eventually(20, || client_line(&server, "flooder").is_none()));
+    assert!(closed_by_server(&mut flooder));
+    assert_eq!(info_field(&server, "stats", "evicted_clients"), 1);
+}
+
+#[test]
+fn debug_replybuffer_resizing_off_keeps_reply_buffers() {
+    let server = TestServer::start(&["--hz", "50"]);
+    let mut admin = server.raw();
+    check(&mut admin, "DEBUG REPLYBUFFER RESIZING 0", "+OK\r\n");
+    check(
+        &mut admin,
+        "DEBUG REPLYBUFFER PEAK-RESET-TIME never",
+        "+OK\r\n",
+    );
+    let error = "-ERR unknown subcommand or wrong number of arguments for 'REPLYBUFFER'";
+    admin.send(&encode(&[b"DEBUG", b"REPLYBUFFER", b"SIZE", b"1"]));
+    let reply = String::from_utf8(admin.read_n(error.len())).unwrap();
+    assert!(reply.eq_ignore_ascii_case(error), "{reply}");
+    common::read_line(&mut admin);
+    let mut conn = named(&server, "keeper");
+    let value = vec![b'v'; 400_000];
+    conn.expect(&[b"SET", b"k", &value], b"+OK\r\n");
+    let mut reply = b"$400000\r\n".to_vec();
+    reply.extend_from_slice(&value);
+    reply.extend_from_slice(b"\r\n");
+    conn.expect(&[b"GET", b"k"], &reply);
+    for _ in 0..20 {
+        check(&mut conn, "PING", "+PONG\r\n");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let line = client_line(&server, "keeper").unwrap();
+    assert!(field(&line, "rbs") >= 400_000, "{line}");
+    // Back on: the idle client gives it back.
+    check(&mut admin, "DEBUG REPLYBUFFER RESIZING 1", "+OK\r\n");
+    check(
+        &mut admin,
+        "DEBUG REPLYBUFFER PEAK-RESET-TIME reset",
+        "+OK\r\n",
+    );
+    check(&mut conn, "PING", "+PONG\r\n");
+    assert!(eventually(8, || {
+        let line = client_line(&server, "keeper").unwrap();
+        field(&line, "rbs") < 100_000
+    }));
+}

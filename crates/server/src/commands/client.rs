@@ -501,10 +501,19 @@ fn unknown_type(ctx: &mut Ctx<'_, '_>, name: &[u8]) {
     ctx.reply.error(message.as_bytes());
 }
 
-fn client_info(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
-    let mut line = ctx.client.shared.describe();
+fn client_info(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    let mut line = ctx.client.shared.describe_running(args);
     line.push('\n');
     ctx.reply.verbatim(b"txt", line.as_bytes());
+}
+
+/// A client's CLIENT LIST line; the caller's own counts the command it is running.
+fn describe(ctx: &Ctx<'_, '_>, client: &crate::client::ClientShared, args: &[Bytes]) -> String {
+    if client.id == ctx.client.id {
+        client.describe_running(args)
+    } else {
+        client.describe()
+    }
 }
 
 fn client_list(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
@@ -536,18 +545,21 @@ fn client_list(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         // Listed in the order asked, as Redis does.
         Some(ids) => {
             for id in ids {
-                if let Some(client) = ctx.server.clients.get(id) {
-                    text.push_str(&client.describe());
+                // A killed client is on its way out (Redis frees it at once): not listed.
+                if let Some(client) = ctx.server.clients.get(id).filter(|c| !c.is_killed()) {
+                    text.push_str(&describe(ctx, &client, args));
                     text.push('\n');
                 }
             }
         }
         None => {
             for client in ctx.server.clients.list() {
-                if wanted_type.is_some_and(|kind| client_type_of(&client) != kind) {
+                if client.is_killed()
+                    || wanted_type.is_some_and(|kind| client_type_of(&client) != kind)
+                {
                     continue;
                 }
-                text.push_str(&client.describe());
+                text.push_str(&describe(ctx, &client, args));
                 text.push('\n');
             }
         }

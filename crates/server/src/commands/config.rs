@@ -189,6 +189,13 @@ fn config_set(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             if named("maxmemory-policy") || named("lfu-log-factor") || named("lfu-decay-time") {
                 crate::evict::apply_policy(ctx.server);
             }
+            if named("maxmemory-clients") || named("maxmemory") {
+                // A lower limit applies at once, as Redis evicts before the next command.
+                let limit = crate::net::clients_memory_limit(ctx.server);
+                if limit > 0 {
+                    ctx.server.clients.evict_over(limit);
+                }
+            }
             if named("maxmemory") || named("maxmemory-policy") {
                 crate::evict::perform(ctx.server);
             }

@@ -95,6 +95,8 @@ fn debug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
         debug_quicklist_packed_threshold(ctx, &args[2]);
     } else if is(sub, "RELOAD") {
         debug_reload(ctx, &args[2..]);
+    } else if is(sub, "REPLYBUFFER") && argc == 4 {
+        debug_replybuffer(ctx, args);
     } else if is(sub, "JMAP") && argc == 2 {
         ctx.reply.ok();
     } else if is(sub, "PANIC-CONNECTION") && argc == 2 {
@@ -104,6 +106,34 @@ fn debug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     } else {
         subcommand_syntax_error(ctx, args);
     }
+}
+
+/// REPLYBUFFER PEAK-RESET-TIME <NEVER|RESET|ms> and REPLYBUFFER RESIZING <0|1>: how
+/// connections review their reply buffers (Redis' `clientsCronResizeOutputBuffer` knobs).
+fn debug_replybuffer(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    use crate::net::{REPLY_PEAK_RESET_DEFAULT_MS, REPLY_PEAK_RESET_MS, REPLY_RESIZING};
+    if is(&args[2], "PEAK-RESET-TIME") {
+        let ms = if is(&args[3], "NEVER") {
+            -1
+        } else if is(&args[3], "RESET") {
+            REPLY_PEAK_RESET_DEFAULT_MS
+        } else {
+            match parse_i64(&args[3]) {
+                Some(ms) => ms,
+                None => {
+                    ctx.reply.error(err::NOT_INTEGER);
+                    return;
+                }
+            }
+        };
+        REPLY_PEAK_RESET_MS.store(ms, Ordering::Relaxed);
+    } else if is(&args[2], "RESIZING") {
+        REPLY_RESIZING.store(parse_i64(&args[3]).unwrap_or(0) != 0, Ordering::Relaxed);
+    } else {
+        subcommand_syntax_error(ctx, args);
+        return;
+    }
+    ctx.reply.ok();
 }
 
 /// The `SET-... <0|1>` subcommands: any non-zero integer turns the server's switch on,
@@ -165,6 +195,11 @@ fn debug_help(ctx: &mut Ctx<'_, '_>) {
             "    array, set, map, attrib, push, verbatim, true or false.",
             "SEGFAULT",
             "    Crash the server with a memory fault (the log gets a crash report).",
+            "REPLYBUFFER PEAK-RESET-TIME <NEVER|RESET|milliseconds>",
+            "    How often a client's reply buffer peak starts over (NEVER: it does not;",
+            "    RESET: the default).",
+            "REPLYBUFFER RESIZING <0|1>",
+            "    Stop (0) or resume (1) shrinking and freeing clients' reply buffers.",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Stop (0) or resume (1) removing expired keys in the background.",
             "SET-DISABLE-DENY-SCRIPTS <0|1>",

@@ -314,6 +314,14 @@ pub struct Subscriptions {
 }
 
 impl Subscriptions {
+    /// What the client's own sets take (the names are shared with the server's table, and
+    /// not counted, as Redis counts only a client's entries): for `maxmemory-clients`.
+    pub fn memory(&self) -> usize {
+        let slot = std::mem::size_of::<Bytes>() + 1;
+        (self.channels.capacity() + self.patterns.capacity() + self.shard_channels.capacity())
+            * slot
+    }
+
     pub fn of(&self, kind: Kind) -> &HashSet<Bytes> {
         match kind {
             Kind::Channel => &self.channels,
