@@ -135,15 +135,27 @@ const TCP_BACKLOG: u32 = 511;
 
 /// The TCP listeners' accept loops, which CONFIG SET port and bind replace while the
 /// server runs.
-#[derive(Default)]
 pub struct Listeners {
     running: parking_lot::Mutex<Vec<Accepting>>,
+    /// The unix socket's listening descriptor, or -1.
+    unix_fd: std::sync::atomic::AtomicI32,
+}
+
+impl Default for Listeners {
+    fn default() -> Listeners {
+        Listeners {
+            running: Default::default(),
+            unix_fd: std::sync::atomic::AtomicI32::new(-1),
+        }
+    }
 }
 
 /// One accept loop: told to stop, it drops its listener (closing the socket) and ends.
 struct Accepting {
     stop: tokio::sync::oneshot::Sender<()>,
     done: tokio::task::JoinHandle<()>,
+    /// The listening socket, for [`Listeners::refuse_connections`].
+    fd: std::os::fd::RawFd,
 }
 
 impl Listeners {
@@ -151,6 +163,22 @@ impl Listeners {
         let mut running = self.running.lock();
         for listener in listeners {
             running.push(accept_tcp(server.clone(), listener));
+        }
+    }
+
+    /// At shutdown, before any connection is closed: the listening sockets stop taking
+    /// connections at once, so a client that connects after SHUTDOWN is refused, as it is
+    /// once redis-server has exited (the accept loops end when they see it).
+    #[allow(unsafe_code)]
+    pub fn refuse_connections(&self) {
+        let fds = self.running.lock().iter().map(|a| a.fd).collect::<Vec<_>>();
+        let unix = self.unix_fd.load(Ordering::Relaxed);
+        for fd in fds.into_iter().chain((unix >= 0).then_some(unix)) {
+            // SAFETY: the descriptor belongs to a listener its accept loop still owns;
+            // shutdown() only changes the socket's state, it closes nothing.
+            unsafe {
+                libc::shutdown(fd, libc::SHUT_RDWR);
+            }
         }
     }
 
@@ -228,6 +256,10 @@ pub async fn serve(server: Arc<Server>, tcp: Vec<TcpListener>, unix: Option<Unix
     server.listeners.start(&server, tcp);
     if let Some(listener) = unix {
         let server = server.clone();
+        server
+            .listeners
+            .unix_fd
+            .store(raw_fd(&listener) as i32, Ordering::Relaxed);
         tokio::spawn(async move {
             let path = server.config.unixsocket().unwrap_or_default();
             loop {
@@ -243,6 +275,7 @@ pub async fn serve(server: Arc<Server>, tcp: Vec<TcpListener>, unix: Option<Unix
                             true,
                         );
                     }
+                    Err(_) if server.is_shutting_down() => return,
                     Err(e) => {
                         warn!(error = %e, "accept failed");
                         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -256,6 +289,7 @@ pub async fn serve(server: Arc<Server>, tcp: Vec<TcpListener>, unix: Option<Unix
 /// One TCP listener's accept loop, until it is told to stop.
 fn accept_tcp(server: Arc<Server>, listener: TcpListener) -> Accepting {
     let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let fd = raw_fd(&listener) as std::os::fd::RawFd;
     let done = tokio::spawn(async move {
         let local = listener
             .local_addr()
@@ -280,6 +314,7 @@ fn accept_tcp(server: Arc<Server>, listener: TcpListener) -> Accepting {
                         false,
                     );
                 }
+                Err(_) if server.is_shutting_down() => return,
                 Err(e) => {
                     warn!(error = %e, "accept failed");
                     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -287,7 +322,7 @@ fn accept_tcp(server: Arc<Server>, listener: TcpListener) -> Accepting {
             }
         }
     });
-    Accepting { stop, done }
+    Accepting { stop, done, fd }
 }
 
 fn raw_fd<T: std::os::fd::AsRawFd>(stream: &T) -> i64 {
@@ -2000,6 +2035,11 @@ pub async fn cron(server: Arc<Server>) {
             return;
         }
         server.keyspace.clock().resync_wall();
+        // A running script holds shards the duties below would wait for (Redis runs no
+        // cron while a script runs): they wait for the next tick after it.
+        if server.scripting.run.is_running() {
+            continue;
+        }
         crate::persistence::cron(&server);
         server.migrate_sockets.close_idle();
         release_idle_buffers(&server);

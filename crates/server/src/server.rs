@@ -164,6 +164,7 @@ impl Server {
     /// Asks the server to stop (SHUTDOWN, SIGTERM).
     pub fn request_shutdown(&self) {
         self.shutdown_requested.store(true, Ordering::SeqCst);
+        self.listeners.refuse_connections();
         self.shutdown.notify_waiters();
     }
 

@@ -108,3 +108,44 @@ fn a_second_sigint_exits_at_once_and_removes_the_partial_dump() {
     assert!(!server.dir.join("dump.rdb").exists());
     assert!(log(&server).contains("You insist... exiting now."));
 }
+
+#[test]
+fn a_busy_writing_script_leaves_the_server_answering_and_shutdown_nosave_ends_it() {
+    // A script that never ends keeps the process busy after SHUTDOWN NOSAVE: the listening
+    // socket must not take connections meanwhile (as once redis-server has exited).
+    // The script holds the shard of the key it wrote: the cron (100 times a second here),
+    // which reads every shard's change count, must not wait for it and stall the worker
+    // that answers everyone else (Redis runs no cron during a script).
+    let mut server = TestServer::start(&[
+        "--save",
+        "3600 1",
+        "--lua-time-limit",
+        "10",
+        "--hz",
+        "100",
+        "--io-threads",
+        "1",
+    ]);
+    let mut looping = server.raw();
+    looping.send(b"EVAL \"redis.call('set','k','v') while true do end\" 0\r\n");
+    std::thread::sleep(Duration::from_millis(200));
+    for _ in 0..15 {
+        let mut other = server.raw();
+        other
+            .stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        other.send(b"PING\r\n");
+        assert!(common::read_line(&mut other).starts_with("-BUSY"));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut conn = server.raw();
+    conn.send(b"SHUTDOWN NOSAVE\r\n");
+    assert!(conn.is_closed(), "SHUTDOWN NOSAVE answered");
+    let refused = std::net::TcpStream::connect(("127.0.0.1", server.port));
+    assert_eq!(
+        refused.map_err(|e| e.kind()).err(),
+        Some(std::io::ErrorKind::ConnectionRefused)
+    );
+    assert!(server.wait_exit(Duration::from_secs(20)).is_some());
+}
