@@ -356,16 +356,21 @@ fn maxmemory_clients_evicts_the_biggest_clients_and_spares_the_rest() {
     check(&mut ordinary, "PING", "+PONG\r\n");
 }
 
-#[test]
-fn an_idle_client_gives_its_buffers_back() {
-    let server = TestServer::start(&["--hz", "50"]);
-    let mut conn = named(&server, "idler");
+/// SET and GET a 400 KB value on `conn`: its query and reply buffers grow to hold it.
+fn set_and_get_a_big_value(conn: &mut RawConn) {
     let value = vec![b'v'; 400_000];
     conn.expect(&[b"SET", b"k", &value], b"+OK\r\n");
     let mut reply = b"$400000\r\n".to_vec();
     reply.extend_from_slice(&value);
     reply.extend_from_slice(b"\r\n");
     conn.expect(&[b"GET", b"k"], &reply);
+}
+
+#[test]
+fn an_idle_client_gives_its_buffers_back() {
+    let server = TestServer::start(&["--hz", "50"]);
+    let mut conn = named(&server, "idler");
+    set_and_get_a_big_value(&mut conn);
     // Counted once the connection is done with the read (on its own thread: polled).
     assert!(eventually(5, || client_line(&server, "idler")
         .is_some_and(|line| field(&line, "rbs") >= 400_000)));
@@ -526,12 +531,7 @@ fn debug_replybuffer_resizing_off_keeps_reply_buffers() {
     assert!(reply.eq_ignore_ascii_case(error), "{reply}");
     common::read_line(&mut admin);
     let mut conn = named(&server, "keeper");
-    let value = vec![b'v'; 400_000];
-    conn.expect(&[b"SET", b"k", &value], b"+OK\r\n");
-    let mut reply = b"$400000\r\n".to_vec();
-    reply.extend_from_slice(&value);
-    reply.extend_from_slice(b"\r\n");
-    conn.expect(&[b"GET", b"k"], &reply);
+    set_and_get_a_big_value(&mut conn);
     for _ in 0..20 {
         check(&mut conn, "PING", "+PONG\r\n");
         std::thread::sleep(Duration::from_millis(20));
