@@ -33,6 +33,8 @@ pub struct Client {
     pub user: Arc<crate::acl::User>,
     pub reply_mode: ReplyMode,
     pub close_after_reply: bool,
+    /// `SCRIPT DEBUG SYNC`: the client's next EVAL runs in a debugging session.
+    pub lua_debug: bool,
     pub shared: Arc<ClientShared>,
     /// The transaction being queued, between MULTI and EXEC/DISCARD.
     pub multi: Option<Transaction>,
@@ -113,6 +115,8 @@ pub struct Propagated {
     /// For replicas only, not the AOF (PUBLISH: a replica's subscribers hear what the
     /// primary's hear, as in Redis).
     pub replicas_only: bool,
+    /// For the AOF only, not replicas (a script's `redis.set_repl(redis.REPL_AOF)`).
+    pub aof_only: bool,
 }
 
 /// A blocking command waiting for one of its keys.
@@ -601,6 +605,7 @@ impl Registry {
             user,
             reply_mode: ReplyMode::On,
             close_after_reply: false,
+            lua_debug: false,
             shared,
             multi: None,
             watches: Watches::default(),

@@ -403,11 +403,11 @@ fn dispatch(
         // went) goes before the reply, as in Redis, which does both before the command.
         client.shared.outbox.take_into(reply.buffer());
     }
-    if !link && !server.enough_replicas() && writes(client, command) {
+    if !link && !server.enough_replicas() && writes(server, client, command) {
         reject(server, client, reply, Some(command), args, err::NOREPLICAS);
         return Outcome::Done;
     }
-    if !link && read_only_replica(server, client) && writes(client, command) {
+    if !link && read_only_replica(server, client) && writes(server, client, command) {
         reject(server, client, reply, Some(command), args, err::READONLY);
         return Outcome::Done;
     }
@@ -416,7 +416,7 @@ fn dispatch(
     } else {
         server.persistence.restart_delay_left_ms(server)
     };
-    if delay_ms > 0 && writes(client, command) {
+    if delay_ms > 0 && writes(server, client, command) {
         let message = restart_delay_error(delay_ms);
         reject(
             server,
@@ -614,7 +614,21 @@ fn command_may_replicate(server: &Server, command: &Command, args: &[Bytes]) -> 
     }
     // A script that declares flags may write unless it says `no-writes`; one that declares
     // none (no shebang), or is not known yet, goes by the command's own flags.
-    let flags = match spec.name {
+    Some(match script_flags(server, command, args)? {
+        Some(flags) if !flags.compat => !flags.no_writes,
+        _ => declared,
+    })
+}
+
+/// What the script of a script command (EVAL & co, FCALL & co) declares: its shebang, or
+/// its function's flags; `Some(None)` when it is not known (an EVALSHA not cached), `None`
+/// when finding out takes the VM and a script holds it.
+fn script_flags(
+    server: &Server,
+    command: &Command,
+    args: &[Bytes],
+) -> Option<Option<crate::scripting::engine::ScriptFlags>> {
+    Some(match command.spec.name {
         "eval" | "eval_ro" => crate::scripting::engine::parse_shebang(&args[1])
             .ok()
             .map(|(flags, _)| flags),
@@ -631,10 +645,6 @@ fn command_may_replicate(server: &Server, command: &Command, args: &[Bytes]) -> 
                 .with_function_engine(|engine| engine.function_flags(&args[1]))
         }
         _ => None,
-    };
-    Some(match flags {
-        Some(flags) if !flags.compat => !flags.no_writes,
-        _ => declared,
     })
 }
 
@@ -666,9 +676,25 @@ pub(crate) fn read_only_replica(server: &Server, client: &Client) -> bool {
 }
 
 /// A write command, or an EXEC whose transaction holds one.
-fn writes(client: &Client, command: &Command) -> bool {
+/// For EXEC, a queued script counts by what it declares, as Redis folds each queued
+/// command's flags (a script's from its shebang) into the transaction's: an EVAL of a
+/// `#!lua` script without `no-writes` makes EXEC a write.
+fn writes(server: &Server, client: &Client, command: &Command) -> bool {
     if command.id == special().exec {
-        return queue_has(client, |spec| spec.has_flag(flag::WRITE));
+        let table = table();
+        return client.multi.as_ref().is_some_and(|transaction| {
+            transaction.queued.iter().any(|entry| {
+                let queued = table.get(entry.id);
+                let declared = queued.spec.has_flag(flag::WRITE);
+                if queued.spec.lock != LockPlan::Script {
+                    return declared;
+                }
+                match script_flags(server, queued, &entry.args) {
+                    Some(Some(flags)) if !flags.compat => !flags.no_writes,
+                    _ => declared,
+                }
+            })
+        });
     }
     command.spec.has_flag(flag::WRITE)
 }
@@ -1066,17 +1092,20 @@ fn script_refusal(
     if rules.read_only && spec.flags & (flag::WRITE | flag::MAY_REPLICATE) != 0 {
         return Some(b"Write commands are not allowed from read-only scripts.".to_vec());
     }
-    if spec.has_flag(flag::WRITE) {
+    // Once the script has written, the server's state can no longer refuse its writes: it
+    // would stop half done (Redis' SCRIPT_WRITE_DIRTY). A replica dropping out meanwhile
+    // (min-replicas-to-write) lets it finish.
+    if spec.has_flag(flag::WRITE) && !run.wrote() {
         let delay_ms = server.persistence.restart_delay_left_ms(server);
         if delay_ms > 0 {
             return Some(format!("-{}", restart_delay_error(delay_ms)).into_bytes());
         }
-    }
-    if spec.has_flag(flag::WRITE) && !server.enough_replicas() {
-        return Some(b"-NOREPLICAS Not enough good replicas to write.".to_vec());
-    }
-    if spec.has_flag(flag::WRITE) && read_only_replica(server, client) {
-        return Some(format!("-{}", String::from_utf8_lossy(err::READONLY)).into_bytes());
+        if !server.enough_replicas() {
+            return Some(b"-NOREPLICAS Not enough good replicas to write.".to_vec());
+        }
+        if read_only_replica(server, client) {
+            return Some(format!("-{}", String::from_utf8_lossy(err::READONLY)).into_bytes());
+        }
     }
     // Over maxmemory when the script started: its first write that may grow memory is
     // refused (a later one must run, or the script would stop half done).
@@ -1259,6 +1288,7 @@ fn log_effects(
                 db,
                 args: vec![Bytes::from_static(b"DEL"), Bytes::from(key.into_vec())],
                 replicas_only: false,
+                aof_only: false,
             })
             .collect();
         let at = logged_from.min(client.propagated.len());
@@ -1269,6 +1299,7 @@ fn log_effects(
             db: client.db,
             args: args.to_vec(),
             replicas_only: false,
+            aof_only: false,
         });
     }
 }

@@ -1604,3 +1604,81 @@ fn a_replica_under_maxmemory_keeps_what_its_primary_sends() {
     assert!(evicted < 2000, "{evicted} keys evicted: everything");
     assert_eq!(run(&mut p, &["DBSIZE"]), Value::Int(2001));
 }
+
+#[test]
+fn a_script_sends_its_commands_where_set_repl_says() {
+    // Redis' unit/scripting checks the same against redis-server: a and d reach the
+    // replica; a, c and d the AOF (b goes nowhere).
+    let primary_server = start_primary(latch(), &["--appendonly", "yes"]);
+    let mut p = connect(&primary_server);
+    let replica_server = start_replica(latch(), &primary_server, &[]);
+    let mut r = connect(&replica_server);
+    wait_link_up(&mut r);
+    let script = "redis.call('set','a','1')
+        redis.set_repl(redis.REPL_NONE)
+        redis.call('set','b','2')
+        redis.set_repl(redis.REPL_AOF)
+        redis.call('set','c','3')
+        redis.set_repl(redis.REPL_REPLICA)
+        redis.call('set','e','5')
+        redis.set_repl(redis.REPL_ALL)
+        redis.call('set','d','4')";
+    run(&mut p, &["EVAL", script, "0"]);
+    // A later write: once the replica has it, it has everything before it.
+    run(&mut p, &["SET", "after", "1"]);
+    wait_until(TIMEOUT, "the replica applies the later write", || {
+        let after: Option<String> = redis::cmd("GET").arg("after").query(&mut r).unwrap();
+        (after.is_some(), after)
+    });
+    let mget = |conn: &mut Connection| -> Vec<Option<String>> {
+        redis::cmd("MGET")
+            .arg(&["a", "b", "c", "d", "e"])
+            .query(conn)
+            .unwrap()
+    };
+    let some = |v: &str| Some(v.to_string());
+    assert_eq!(
+        mget(&mut r),
+        vec![some("1"), None, None, some("4"), some("5")]
+    );
+    assert_eq!(
+        mget(&mut p),
+        vec![some("1"), some("2"), some("3"), some("4"), some("5")]
+    );
+    run(&mut p, &["DEBUG", "LOADAOF"]);
+    assert_eq!(
+        mget(&mut p),
+        vec![some("1"), None, some("3"), some("4"), None]
+    );
+}
+
+#[test]
+fn exec_of_a_queued_writing_script_is_refused_on_a_read_only_replica() {
+    // The transaction's flags include what a queued script declares: a `#!lua` script
+    // without `no-writes` makes EXEC a write, refused as a whole on a replica.
+    let primary_server = start_primary(latch(), &[]);
+    let replica_server = start_primary(latch(), &[]);
+    let mut conn = connect(&replica_server);
+    run(&mut conn, &["MULTI"]);
+    run(&mut conn, &["EVAL", "#!lua\nreturn 1", "0"]);
+    let mut other = connect(&replica_server);
+    run(&mut other, &["MULTI"]);
+    run(
+        &mut other,
+        &["EVAL", "#!lua flags=no-writes\nreturn 2", "0"],
+    );
+    let port = primary_server.port.to_string();
+    run(
+        &mut connect(&replica_server),
+        &["REPLICAOF", "127.0.0.1", &port],
+    );
+    let refused = redis::cmd("EXEC").query::<Value>(&mut conn).unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("Transaction discarded because of: READONLY"),
+        "EXEC answered {refused}"
+    );
+    let ran: Vec<i64> = redis::cmd("EXEC").query(&mut other).unwrap();
+    assert_eq!(ran, vec![2]);
+}

@@ -72,6 +72,7 @@ impl Ctx<'_, '_> {
                 db: self.client.db,
                 args,
                 replicas_only: false,
+                aof_only: false,
             });
         }
     }
@@ -85,6 +86,7 @@ impl Ctx<'_, '_> {
                 db: self.client.db,
                 args: args.to_vec(),
                 replicas_only: true,
+                aof_only: false,
             });
         }
     }
@@ -98,6 +100,7 @@ impl Ctx<'_, '_> {
                 db: self.client.db,
                 args,
                 replicas_only: false,
+                aof_only: false,
             });
         }
     }

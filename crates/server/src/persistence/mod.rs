@@ -184,7 +184,21 @@ impl Persistence {
             }
         }
         if self.feed.takes_commits() {
-            client.repl_offset = self.feed.append(&client.propagated, atomic);
+            client.repl_offset = if client.propagated.iter().any(|entry| entry.aof_only) {
+                let for_replicas: Vec<crate::client::Propagated> = client
+                    .propagated
+                    .iter()
+                    .filter(|entry| !entry.aof_only)
+                    .cloned()
+                    .collect();
+                if for_replicas.is_empty() {
+                    client.repl_offset
+                } else {
+                    self.feed.append(&for_replicas, atomic)
+                }
+            } else {
+                self.feed.append(&client.propagated, atomic)
+            };
         } else if let Some(bytes) = client.primary_bytes.take() {
             // A replica: its primary's bytes for this write, at the same point.
             self.feed.append_raw(&bytes, client.db);
@@ -207,6 +221,7 @@ impl Persistence {
                     bytes::Bytes::copy_from_slice(key),
                 ],
                 replicas_only: false,
+                aof_only: false,
             })
             .collect();
         if let Some(log) = self.aof.read().as_ref() {

@@ -398,6 +398,7 @@ mod tests {
                 .map(|a| Bytes::copy_from_slice(a.as_bytes()))
                 .collect(),
             replicas_only: false,
+            aof_only: false,
         }
     }
 

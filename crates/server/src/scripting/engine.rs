@@ -11,6 +11,7 @@ use bytes::Bytes;
 use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value, VmState};
 
 use super::convert::{error_info, lua_to_reply};
+use super::debugger::{self, Debugger};
 use super::functions::{self, Functions, LoadApi};
 use super::idiom::{self, Idiom};
 use super::raw::{self, Ran};
@@ -22,7 +23,7 @@ use crate::commands::Ctx;
 const HOOK_EVERY: u32 = 100_000;
 /// How long a script runs before its hook hands the worker's place on (see
 /// `server::step_aside_from_runtime`).
-const STEP_ASIDE_AFTER_US: u64 = 1_000;
+pub(super) const STEP_ASIDE_AFTER_US: u64 = 1_000;
 /// Garbage a VM gathers before the engine finishes a collection cycle (see `Engine::call`).
 const GC_BUDGET: usize = 24 * 1024;
 
@@ -164,6 +165,10 @@ pub struct Engine {
     collect: Option<Function>,
     pub functions: Functions,
     load_api: LoadApi,
+    /// The `SCRIPT DEBUG SYNC` session in progress (EVAL's VM only).
+    debugger: Debugger,
+    /// Lua's `debug` library, for the debugger only (scripts do not see it).
+    debug_lib: Option<Table>,
 }
 
 /// Which host function a script called.
@@ -201,6 +206,9 @@ pub(super) struct ActiveRun {
     /// The RESP version `redis.call` replies are converted with, and the script's own
     /// reply (`redis.setresp`); 2 at the start of every run.
     pub(super) resp: AtomicU8,
+    /// Where the commands `redis.call` runs go (`redis.set_repl`: bit 1 the AOF, bit 2 the
+    /// replicas); both at the start of every run.
+    pub(super) repl: AtomicU8,
     /// A panic of a command `redis.call` ran, caught before it could unwind through Lua
     /// (which would leave the VM inconsistent); the run resumes it once Lua is done.
     panic: std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>>,
@@ -211,6 +219,7 @@ impl Default for ActiveRun {
         ActiveRun {
             current: AtomicPtr::new(std::ptr::null_mut()),
             resp: AtomicU8::new(2),
+            repl: AtomicU8::new(REPL_ALL),
             panic: std::sync::Mutex::new(None),
         }
     }
@@ -321,6 +330,12 @@ fn install_host_functions(
         Ok(())
     })?;
     private.raw_set("set_resp", set_resp)?;
+    let repl_of = Arc::clone(active);
+    let set_repl = lua.create_function(move |_, flags: u8| {
+        repl_of.repl.store(flags & REPL_ALL, Ordering::Relaxed);
+        Ok(())
+    })?;
+    private.raw_set("set_repl", set_repl)?;
     let running = Arc::clone(active);
     let is_running = lua.create_function(move |_, ()| Ok(running.is_running()))?;
     private.raw_set("is_running", is_running)?;
@@ -335,6 +350,27 @@ fn install_host_functions(
         })
     })?;
     private.raw_set("acl_check", acl_check)
+}
+
+/// Gives EVAL's VM what `SCRIPT DEBUG` needs: `redis.debug` and `redis.breakpoint` that
+/// reach the session, and Lua's `debug` library, kept here and out of the globals.
+fn install_debugger(lua: &Lua, redis: &Table, debugger: &Debugger) -> mlua::Result<Table> {
+    redis.raw_set("debug", debugger::debug_function(lua, debugger.clone())?)?;
+    redis.raw_set(
+        "breakpoint",
+        debugger::breakpoint_function(lua, debugger.clone())?,
+    )?;
+    // SAFETY: `luaopen_debug` registers the library's C functions in a table it leaves on
+    // the stack (and in a global, removed below); exec_raw runs it in a protected call
+    // and returns what it left.
+    #[allow(unsafe_code)]
+    let lib: Table = unsafe {
+        lua.exec_raw((), |state| {
+            mlua::ffi::luaopen_debug(state);
+        })
+    }?;
+    lua.globals().raw_set("debug", Value::Nil)?;
+    Ok(lib)
 }
 
 impl Engine {
@@ -375,6 +411,15 @@ impl Engine {
             Ok(runner) => runner,
             Err(error) => panic!("the Lua VM could not be set up: {error}"),
         };
+        let debugger = Debugger::default();
+        let debug_lib = if role == VmRole::Eval {
+            match install_debugger(&lua, &redis, &debugger) {
+                Ok(lib) => Some(lib),
+                Err(error) => panic!("the Lua VM could not be set up: {error}"),
+            }
+        } else {
+            None
+        };
         let collect = sandbox.safe.raw_get::<Function>("collectgarbage").ok();
         // Lua's default pause (a cycle starts once memory doubles), as in Redis; the engine
         // finishes cycles itself after GC_BUDGET of garbage (see `call`). A pause of 100 (a
@@ -395,6 +440,8 @@ impl Engine {
             scripts_bytes: 0,
             run,
             gc_floor,
+            debugger,
+            debug_lib,
         }
     }
 
@@ -536,8 +583,42 @@ impl Engine {
     }
 
     /// EVAL, EVALSHA and their _RO forms, after the numkeys check. `script` is the body or
-    /// (for EVALSHA) the SHA1.
+    /// (for EVALSHA) the SHA1. A client that asked for `SCRIPT DEBUG SYNC` has its EVAL
+    /// run in a debugging session.
     pub fn eval(
+        &mut self,
+        ctx: &mut Ctx<'_, '_>,
+        script: &Bytes,
+        evalsha: bool,
+        read_only_command: bool,
+        keys: &[Bytes],
+        args: &[Bytes],
+    ) {
+        let debug_fd = ctx.client.lua_debug.then(|| ctx.client.shared.fd);
+        match debug_fd {
+            Some(_) if evalsha => ctx
+                .reply
+                .error(b"ERR Please use EVAL instead of EVALSHA for debugging"),
+            Some(fd) if fd >= 0 && self.debug_lib.is_some() => {
+                self.debugger.start(fd as i32, script);
+                // Replies to the commands before this one go out ahead of the session's.
+                let pending = ctx.reply.buffer().split();
+                self.debugger.write_raw(&pending);
+                tracing::warn!(
+                    client = %ctx.client.shared.describe(),
+                    "Lua debugging session started (SCRIPT DEBUG SYNC)"
+                );
+                self.eval_checked(ctx, script, false, read_only_command, keys, args);
+                self.debugger.end();
+                tracing::warn!("Lua debugging session ended");
+                // The connection's end tells the client the session is over, as in Redis.
+                ctx.client.close_after_reply = true;
+            }
+            _ => self.eval_checked(ctx, script, evalsha, read_only_command, keys, args),
+        }
+    }
+
+    fn eval_checked(
         &mut self,
         ctx: &mut Ctx<'_, '_>,
         script: &Bytes,
@@ -614,10 +695,13 @@ impl Engine {
         self.run
             .script_started(options.eval, ctx.client.command_started);
         self.active.resp.store(2, Ordering::Relaxed);
+        self.active.repl.store(REPL_ALL, Ordering::Relaxed);
         let rules = CallRules {
             read_only: options.read_only,
             deny_oom: !options.allow_oom && ctx.server.out_of_memory(),
         };
+        // A debugged script runs in the VM, whatever it is.
+        let idiom = idiom.filter(|_| !self.debugger.is_active());
         let without_vm = idiom.and_then(|idiom| idiom.run(ctx, keys, args, rules, &self.run));
         let outcome = match without_vm {
             Some(ran) => {
@@ -685,23 +769,68 @@ impl Engine {
             ctx.server.config.busy_reply_threshold_ms(),
             Ordering::Relaxed,
         );
-        if self.run.line_hook.swap(false, Ordering::AcqRel) {
+        let debugging = match &self.debug_lib {
+            Some(debug_lib) if self.debugger.is_active() => {
+                let cx = debugger::HookContext {
+                    debugger: self.debugger.clone(),
+                    run: Arc::clone(&self.run),
+                    env: self.sandbox.env.clone(),
+                    safe: self.sandbox.safe.clone(),
+                    call: self
+                        .sandbox
+                        .private
+                        .raw_get::<Table>("redis")?
+                        .raw_get::<Function>("call")?,
+                    debug_lib: debug_lib.clone(),
+                    threshold_ms: self.run.threshold_ms.load(Ordering::Relaxed),
+                };
+                let triggers = HookTriggers::new()
+                    .every_line()
+                    .every_nth_instruction(HOOK_EVERY);
+                lua.set_hook(triggers, move |lua, debug| debugger::hook(lua, debug, &cx))?;
+                true
+            }
+            _ => false,
+        };
+        if !debugging && self.run.line_hook.swap(false, Ordering::AcqRel) {
             // The last run was killed: its hook fired on every line.
             install_run_hook(lua, &self.run)?;
         }
         let run_state = self.run.clone();
+        let debugger = self.debugger.clone();
         let mut dispatch = |kind: HostCall, args: &[Bytes]| -> HostReply {
             match kind {
                 HostCall::Call | HostCall::PCall => {
                     let resp = active.resp.load(Ordering::Relaxed);
-                    match crate::gate::script_call(ctx, args, resp, rules, &run_state) {
-                        Ok(reply) => HostReply::Reply(reply),
+                    // A debugging session that steps logs each command and its reply.
+                    let logged = debugger.is_logging();
+                    if logged {
+                        debugger.log_command(args);
+                    }
+                    let logged_from = ctx.client.propagated.len();
+                    let called = crate::gate::script_call(ctx, args, resp, rules, &run_state);
+                    let repl = active.repl.load(Ordering::Relaxed);
+                    if repl != REPL_ALL {
+                        route_effects(&mut ctx.client.propagated, logged_from, repl);
+                    }
+                    match called {
+                        Ok(mut reply) => {
+                            if logged {
+                                debugger.log_reply(&reply.buffer()[..], resp == 3);
+                            }
+                            HostReply::Reply(reply)
+                        }
                         // Refusals read like Redis' `luaPushError`: "ERR " and the text.
                         // The gatekeeper counted them in the error statistics already.
-                        Err(message) => HostReply::Refused {
-                            message,
-                            counted: true,
-                        },
+                        Err(message) => {
+                            if logged {
+                                debugger.log_error(&message);
+                            }
+                            HostReply::Refused {
+                                message,
+                                counted: true,
+                            }
+                        }
                     }
                 }
                 // redis.acl_check_cmd: whether the script's user may run a command (None
@@ -724,6 +853,11 @@ impl Engine {
             let handler = &self.sandbox.handler;
             raw::run(lua, &mut self.runner, handler, function, inputs, keys, args)
         };
+        if debugging {
+            // Back to the count hook (also after a kill, which left a line hook).
+            self.run.line_hook.store(false, Ordering::Release);
+            install_run_hook(lua, &self.run)?;
+        }
         active.resume_panic();
         ran
     }
@@ -769,6 +903,38 @@ impl Engine {
     }
 }
 
+/// `redis.set_repl` flags: the AOF, the replicas, both.
+const REPL_AOF: u8 = 1;
+const REPL_REPLICAS: u8 = 2;
+const REPL_ALL: u8 = REPL_AOF | REPL_REPLICAS;
+
+/// Sends what a script's command logged (`effects[from..]`) where `redis.set_repl` said:
+/// nowhere, to the AOF only or to the replicas only.
+fn route_effects(effects: &mut Vec<crate::client::Propagated>, from: usize, repl: u8) {
+    let from = from.min(effects.len());
+    if repl & REPL_ALL == 0 {
+        effects.truncate(from);
+        return;
+    }
+    for entry in &mut effects[from..] {
+        if repl & REPL_REPLICAS == 0 {
+            entry.aof_only = true;
+        }
+        if repl & REPL_AOF == 0 {
+            entry.replicas_only = true;
+        }
+    }
+    // An entry that was for one target only and is now refused it goes nowhere.
+    let mut index = from;
+    while index < effects.len() {
+        if effects[index].aof_only && effects[index].replicas_only {
+            effects.remove(index);
+        } else {
+            index += 1;
+        }
+    }
+}
+
 fn truncate_chars(text: &str, max: usize) -> &str {
     match text.char_indices().nth(max) {
         Some((at, _)) => &text[..at],
@@ -778,7 +944,7 @@ fn truncate_chars(text: &str, max: usize) -> &str {
 
 /// The count hook: marks the script busy past the threshold, stops it when killed. Once
 /// killed it fires on every line, so that a `pcall` cannot swallow the kill for long.
-fn check_run(lua: &Lua, run: &RunState, threshold_ms: u64) -> mlua::Result<VmState> {
+pub(super) fn check_run(lua: &Lua, run: &RunState, threshold_ms: u64) -> mlua::Result<VmState> {
     if threshold_ms > 0 && !run.is_busy() && run.elapsed_ms() >= threshold_ms {
         tracing::warn!(
             elapsed_ms = run.elapsed_ms(),

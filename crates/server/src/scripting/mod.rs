@@ -14,6 +14,7 @@
 mod bound;
 mod builtins;
 pub mod convert;
+pub mod debugger;
 pub mod engine;
 pub mod functions;
 pub mod idiom;

@@ -349,7 +349,7 @@ redis.set_repl = function(...)
   if flags < 0 or flags > 3 or flags ~= math.floor(flags) then
     raise('Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.')
   end
-  private.repl = flags
+  private.set_repl(flags)
 end
 -- EVAL's only (Redis 7.0 adds them in eval.c, not for functions).
 if eval_vm then
