@@ -455,6 +455,18 @@ fn dispatch(
         reject(server, client, reply, Some(command), args, message);
         return Outcome::Done;
     }
+    // While a data set loads (DEBUG RELOAD / LOADAOF, a replica's sync), only commands
+    // flagged `loading` run; Redis checks this before a busy script (one the load runs).
+    if !link && crate::persistence::is_loading() {
+        let refused = !spec.has_flag(flag::LOADING)
+            || (command.id == special().exec
+                && queue_has(client, |spec| !spec.has_flag(flag::LOADING)));
+        if refused {
+            let message = b"LOADING Redis is loading the dataset in memory";
+            reject(server, client, reply, Some(command), args, message);
+            return Outcome::Done;
+        }
+    }
     // A script holds the server (Redis reads no input then, until the busy threshold).
     if server.scripting.run.is_running()
         && !server.scripting.wait_out_short_script(SHORT_SCRIPT_SPIN)

@@ -33,6 +33,7 @@ fn main() {
     };
     let _log_guard = latch_server::log::init(&config);
     latch_server::crash::set_enabled(config.get_bool("crash-log-enabled"));
+    latch_server::persistence::aof::set_timestamps(config.get_bool("aof-timestamp-enabled"));
     tracing::warn!("Latch is starting");
     tracing::warn!(
         "Latch version={}, Redis version={}, bits=64, pid={}, just started",

@@ -222,3 +222,121 @@ fn populate_makes_the_keys_redis_makes() {
     }
     assert_eq!(seen[0], seen[1], "the same keys and values on both servers");
 }
+
+/// Streams with groups, a pending entry and an idle consumer, an empty stream, a library.
+fn load_more(con: &mut redis::Connection) {
+    let mut pipe = redis::pipe();
+    pipe.cmd("XGROUP")
+        .arg(&["CREATE", "st", "g1", "0"])
+        .ignore();
+    pipe.cmd("XREADGROUP")
+        .arg(&["GROUP", "g1", "alice", "COUNT", "1", "STREAMS", "st", ">"])
+        .ignore();
+    pipe.cmd("XGROUP")
+        .arg(&["CREATECONSUMER", "st", "g1", "bob"])
+        .ignore();
+    pipe.cmd("XADD")
+        .arg(&["empty", "MAXLEN", "0", "5-5", "x", "y"])
+        .ignore();
+    pipe.cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("#!lua name=lib1\nredis.register_function('f1', function() return 1 end)")
+        .ignore();
+    let _: () = pipe.query(con).expect("load more");
+}
+
+fn wait_rewrite_done(con: &mut redis::Connection) {
+    for _ in 0..500 {
+        let info: String = redis::cmd("INFO").arg("persistence").query(con).unwrap();
+        if info.contains("aof_rewrite_in_progress:0") && !info.contains("aof_rewrite_scheduled:1") {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("the AOF rewrite did not finish");
+}
+
+#[test]
+fn an_aof_base_in_command_form_rebuilds_the_data_set() {
+    // aof-use-rdb-preamble no: the rewrite writes commands, stamped when asked; the
+    // servers load their own and each other's.
+    let mut written = Vec::new();
+    let mut servers = Vec::new();
+    for program in [Program::Redis, Program::Latch] {
+        let server = Server::start(
+            program,
+            &[
+                "--appendonly",
+                "yes",
+                "--aof-use-rdb-preamble",
+                "no",
+                "--aof-timestamp-enabled",
+                "yes",
+            ],
+        );
+        let mut con = connect(&server);
+        load(&mut con);
+        load_more(&mut con);
+        let before = digests(&mut con);
+        let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
+        wait_rewrite_done(&mut con);
+        let dir = server.dir.join("appendonlydir");
+        let base = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .find(|path| path.to_string_lossy().ends_with(".base.aof"))
+            .unwrap_or_else(|| panic!("{program:?}: no .base.aof in {}", dir.display()));
+        let text = std::fs::read(&base).unwrap();
+        assert!(
+            text.starts_with(b"#TS:"),
+            "{program:?}: the base starts {:?}",
+            &text[..20]
+        );
+        assert!(
+            text.windows(13).any(|w| w == b"FUNCTION\r\n$4\r"),
+            "{program:?}: no FUNCTION LOAD in the base"
+        );
+        let ok: String = redis::cmd("DEBUG").arg("LOADAOF").query(&mut con).unwrap();
+        assert_eq!(ok, "OK");
+        assert_eq!(digests(&mut con), before, "{program:?}: the base lost data");
+        let groups: Vec<redis::Value> = redis::cmd("XINFO")
+            .arg(&["CONSUMERS", "st", "g1"])
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(groups.len(), 2, "{program:?}: consumers after the reload");
+        written.push((before, dir));
+        // Kept running (its files in place) for the cross-load below.
+        servers.push(server);
+    }
+    // Each program's directory loaded by the other.
+    for (index, ((before, dir), program)) in written
+        .iter()
+        .zip([Program::Latch, Program::Redis])
+        .enumerate()
+    {
+        let copy =
+            std::env::temp_dir().join(format!("latch-aof-base-{}-{index}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&copy);
+        copy_aof_dir(dir, &copy);
+        let server = Server::start_in(program, &copy, &["--appendonly", "yes"]);
+        let mut con = connect(&server);
+        assert_eq!(
+            &digests(&mut con),
+            before,
+            "{program:?} loading the other's base"
+        );
+        drop(server);
+        let _ = std::fs::remove_dir_all(&copy);
+    }
+}
+
+/// Copies an AOF directory into `server_dir/appendonlydir`.
+fn copy_aof_dir(aof_dir: &std::path::Path, server_dir: &std::path::Path) {
+    let target = server_dir.join("appendonlydir");
+    std::fs::create_dir_all(&target).unwrap();
+    for entry in std::fs::read_dir(aof_dir).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, target.join(path.file_name().unwrap())).unwrap();
+    }
+}

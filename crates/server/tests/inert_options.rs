@@ -14,8 +14,8 @@ const INERT: &str = "
     active-defrag-cycle-max active-defrag-cycle-min
     active-defrag-ignore-bytes active-defrag-max-scan-fields active-defrag-threshold-lower
     active-defrag-threshold-upper active-expire-effort activedefrag activerehashing
-    aof-disable-auto-gc aof-rewrite-incremental-fsync aof-timestamp-enabled
-    aof-use-rdb-preamble aof_rewrite_cpulist bgsave_cpulist bio_cpulist
+    aof-disable-auto-gc aof-rewrite-incremental-fsync aof_rewrite_cpulist bgsave_cpulist
+    bio_cpulist
     cluster-allow-pubsubshard-when-down cluster-allow-reads-when-down
     cluster-allow-replica-migration cluster-announce-bus-port cluster-announce-hostname
     cluster-announce-ip cluster-announce-port cluster-announce-tls-port cluster-config-file

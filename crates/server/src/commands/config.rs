@@ -207,6 +207,9 @@ fn config_set(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             if named("crash-log-enabled") {
                 crate::crash::set_enabled(config.get_bool("crash-log-enabled"));
             }
+            if named("aof-timestamp-enabled") {
+                crate::persistence::aof::set_timestamps(config.get_bool("aof-timestamp-enabled"));
+            }
             if named("appendfsync") {
                 ctx.server.persistence.set_fsync(&config.appendfsync());
             }

@@ -455,8 +455,8 @@ fn memory_section(server: &Server, out: &mut String) {
 
 fn persistence_section(server: &Server, dirty: u64, out: &mut String) {
     out.push_str("# Persistence\r\n");
+    field(out, "loading", u8::from(crate::persistence::is_loading()));
     for name in [
-        "loading",
         "async_loading",
         "current_cow_peak",
         "current_cow_size",

@@ -61,6 +61,29 @@ impl Fsync {
     }
 }
 
+/// `aof-timestamp-enabled`: a `#TS:<unix seconds>` line goes before the first command of
+/// each second (process-wide, as the option is; CONFIG SET changes it at once).
+static TIMESTAMPS: AtomicBool = AtomicBool::new(false);
+
+pub fn set_timestamps(on: bool) {
+    TIMESTAMPS.store(on, Ordering::Relaxed);
+}
+
+pub fn timestamps_enabled() -> bool {
+    TIMESTAMPS.load(Ordering::Relaxed)
+}
+
+/// The annotation Redis writes (and `redis-check-aof --truncate-to-timestamp` reads).
+pub fn timestamp_line(unix_s: u64) -> String {
+    format!("#TS:{unix_s}\r\n")
+}
+
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
+}
+
 /// Commands appended but not yet written.
 struct Pending {
     buffer: Vec<u8>,
@@ -68,6 +91,8 @@ struct Pending {
     db: Option<usize>,
     /// Bytes ever appended (over every file): the log offset.
     appended: u64,
+    /// The second of the last `#TS:` annotation (kept across files, as Redis keeps it).
+    annotated_s: u64,
 }
 
 /// The file being appended to.
@@ -117,6 +142,7 @@ impl AofLog {
                 buffer: Vec::with_capacity(64 * 1024),
                 db: None,
                 appended: start_offset,
+                annotated_s: 0,
             }),
             current: Mutex::new(Current {
                 file,
@@ -157,8 +183,16 @@ impl AofLog {
             buffer,
             db,
             appended,
+            annotated_s,
         } = &mut *pending;
         let start = buffer.len();
+        if timestamps_enabled() {
+            let now = unix_now();
+            if now > *annotated_s {
+                *annotated_s = now;
+                buffer.extend_from_slice(timestamp_line(now).as_bytes());
+            }
+        }
         encode_entries(buffer, db, entries, atomic);
         *appended += (buffer.len() - start) as u64;
         *appended

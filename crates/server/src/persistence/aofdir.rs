@@ -208,12 +208,12 @@ fn log_manifest_error(text: &[u8], error: &latch_persist::aof::ManifestError) {
 fn create_fresh(server: &Server, dir: &Path, name: &str) -> anyhow::Result<Manifest> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let base = AofFile {
-        name: format::base_name(name, 1, true),
+        name: format::base_name(name, 1, snapshot::rdb_preamble(server)),
         seq: 1,
         kind: FileKind::Base,
     };
     let cut = snapshot::cut(server, || {});
-    snapshot::write_rdb(server, &cut, &dir.join(&base.name), true)?;
+    snapshot::write_aof_base(server, &cut, &dir.join(&base.name))?;
     let incr = AofFile {
         name: format::incr_name(name, 1),
         seq: 1,
@@ -303,11 +303,11 @@ fn rewrite(server: &Arc<Server>) -> anyhow::Result<()> {
         let cut = snapshot::cut_for_job(server, || {});
         let base_seq = manifest.next_base_seq();
         let base = AofFile {
-            name: format::base_name(&name, base_seq, true),
+            name: format::base_name(&name, base_seq, snapshot::rdb_preamble(server)),
             seq: base_seq,
             kind: FileKind::Base,
         };
-        snapshot::write_rdb(server, &cut, &dir.join(&base.name), true)?;
+        snapshot::write_aof_base(server, &cut, &dir.join(&base.name))?;
         let obsolete = files_of(&manifest);
         let manifest = Manifest {
             base: Some(base.clone()),
@@ -368,11 +368,11 @@ fn rewrite(server: &Arc<Server>) -> anyhow::Result<()> {
     // 3. The new base.
     let base_seq = manifest.next_base_seq();
     let base = AofFile {
-        name: format::base_name(&name, base_seq, true),
+        name: format::base_name(&name, base_seq, snapshot::rdb_preamble(server)),
         seq: base_seq,
         kind: FileKind::Base,
     };
-    let base_size = snapshot::write_rdb(server, &cut, &dir.join(&base.name), true)?;
+    let base_size = snapshot::write_aof_base(server, &cut, &dir.join(&base.name))?;
     // 4. The new manifest, then the old files go.
     let obsolete: Vec<AofFile> = files_of(&manifest)
         .into_iter()

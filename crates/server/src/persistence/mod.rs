@@ -14,6 +14,7 @@
 //! [`Persistence::commit`] appends them before the view's locks are released.
 
 pub mod aof;
+pub mod aof_base;
 pub mod aofdir;
 pub mod replay;
 pub mod snapshot;
@@ -28,6 +29,31 @@ use tracing::{info, warn};
 use crate::client::Client;
 use crate::server::Server;
 use aof::{AofLog, Fsync};
+
+/// Loads under way (an RDB file or payload, an AOF file): while there is one, clients'
+/// commands without the `loading` flag get LOADING, as in Redis (INFO `loading:1`).
+static LOADING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Whether a data set is being loaded.
+pub fn is_loading() -> bool {
+    LOADING.load(Ordering::Acquire) > 0
+}
+
+/// Marks a load for as long as it lives.
+pub(crate) struct Loading(());
+
+impl Loading {
+    pub(crate) fn start() -> Loading {
+        LOADING.fetch_add(1, Ordering::AcqRel);
+        Loading(())
+    }
+}
+
+impl Drop for Loading {
+    fn drop(&mut self) {
+        LOADING.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 pub struct Persistence {
     /// True while commands are logged: the AOF is on, or the replication stream is fed.

@@ -34,6 +34,7 @@ pub fn load_file(server: &Server, path: &Path, is_last: bool) -> anyhow::Result<
             return Err(error).with_context(|| format!("reading {}", path.display()));
         }
     };
+    let _loading = super::Loading::start();
     let name = path.display().to_string();
     let start = if starts_with_rdb_preamble(&data) {
         snapshot::load_rdb(server, &data, false)

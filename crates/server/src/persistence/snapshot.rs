@@ -90,6 +90,53 @@ pub fn write_rdb(server: &Server, cut: &Cut, path: &Path, aof_base: bool) -> any
     }
 }
 
+/// Writes the cut as an AOF base at `path`: an RDB, or with `aof-use-rdb-preamble no`
+/// the commands that rebuild it (`aof_base.rs`), by way of a temporary file as
+/// [`write_rdb`] does. Returns the file's size.
+pub fn write_aof_base(server: &Server, cut: &Cut, path: &Path) -> anyhow::Result<u64> {
+    if rdb_preamble(server) {
+        return write_rdb(server, cut, path, true);
+    }
+    let temp = path.with_file_name(format!(
+        "temp-rewriteaof-{}-{}.aof",
+        std::process::id(),
+        rand_suffix()
+    ));
+    let written = (|| -> anyhow::Result<u64> {
+        let file = File::create(&temp).with_context(|| format!("creating {}", temp.display()))?;
+        let buffered = super::aof_base::write_commands_into(
+            server,
+            cut,
+            BufWriter::with_capacity(256 * 1024, file),
+        )?;
+        let file = buffered
+            .into_inner()
+            .map_err(|error| anyhow::anyhow!("writing {}: {}", temp.display(), error.error()))?;
+        file.sync_all()?;
+        Ok(file.metadata()?.len())
+    })();
+    let renamed = written.and_then(|size| {
+        std::fs::rename(&temp, path)
+            .with_context(|| format!("renaming {} to {}", temp.display(), path.display()))?;
+        Ok(size)
+    });
+    match renamed {
+        Ok(size) => {
+            sync_dir(path);
+            Ok(size)
+        }
+        Err(error) => {
+            let _ = std::fs::remove_file(&temp);
+            Err(error)
+        }
+    }
+}
+
+/// `aof-use-rdb-preamble`: whether an AOF base is an RDB (else commands).
+pub fn rdb_preamble(server: &Server) -> bool {
+    server.config.get_bool("aof-use-rdb-preamble")
+}
+
 /// Set by FLUSHALL while a BGSAVE runs: the save stops (as Redis kills its child) and
 /// counts as neither a save nor a failure.
 static BGSAVE_ABORT: AtomicBool = AtomicBool::new(false);
@@ -254,17 +301,39 @@ pub fn write_rdb_into<W: Write>(
     for code in &cut.libraries {
         writer.function(code)?;
     }
+    let keeps = AccessKept::of(server);
+    let mut selected = None;
+    each_key(server, cut, |db, slot, expire| {
+        if selected != Some(db) {
+            let (keys, expires) = cut.snapshot.sizes[db];
+            writer.select_db(db as u64, keys as u64, expires as u64)?;
+            selected = Some(db);
+        }
+        let access = keeps.access(slot.access_s(), now);
+        writer.key_accessed(slot.key(), slot.value(), expire, access)?;
+        Ok(())
+    })?;
+    Ok(writer.finish()?)
+}
+
+/// Calls `f` with every key of the cut that had not expired at it (its database, its slot
+/// and its deadline in unix milliseconds), shard by shard, yielding the core now and then
+/// and honouring `rdb-key-save-delay` and a stop (see [`stop_when`]).
+pub(super) fn each_key(
+    server: &Server,
+    cut: &Cut,
+    mut f: impl FnMut(usize, &latch_keyspace::Slot, Option<i64>) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     if cut.snapshot.sizes.iter().all(|&(keys, _)| keys == 0) {
         // Nothing to copy: the shards are not asked for (FLUSHALL saves while it holds
         // them all).
-        return Ok(writer.finish()?);
+        return Ok(());
     }
+    let now = cut.snapshot.now;
     let keyspace = &server.keyspace;
-    let keeps = AccessKept::of(server);
     // `rdb-key-save-delay` (for tests): microseconds to wait after each key; a negative
     // -N waits one microsecond after one key in N, as Redis' debugDelay.
     let key_delay = server.config.get_i64("rdb-key-save-delay");
-    let mut selected = None;
     let mut turns = Turns::default();
     for shard in 0..keyspace.shard_count() {
         let Some(tables) = keyspace.snapshot_shard(&cut.snapshot, shard) else {
@@ -281,13 +350,7 @@ pub fn write_rdb_into<W: Write>(
                     Some(deadline) => Some(deadline.unix_ms(now)),
                     None => None,
                 };
-                if selected != Some(db) {
-                    let (keys, expires) = cut.snapshot.sizes[db];
-                    writer.select_db(db as u64, keys as u64, expires as u64)?;
-                    selected = Some(db);
-                }
-                let access = keeps.access(slot.access_s(), now);
-                writer.key_accessed(slot.key(), slot.value(), expire, access)?;
+                f(db, slot, expire)?;
                 if key_delay != 0 {
                     delay_after_key(key_delay);
                 }
@@ -298,7 +361,7 @@ pub fn write_rdb_into<W: Write>(
             }
         }
     }
-    Ok(writer.finish()?)
+    Ok(())
 }
 
 /// Waits `delay` after a key (see `rdb-key-save-delay`), in steps short enough for a stop
@@ -535,6 +598,7 @@ pub fn load_rdb_file(server: &Server, path: &Path) -> anyhow::Result<Loaded> {
 /// Loads RDB data; `keep_expired`: keys past their deadline are loaded too (a replica
 /// loading its primary's data, which expires them itself and sends the `DEL`s).
 pub fn load_rdb(server: &Server, data: &[u8], keep_expired: bool) -> anyhow::Result<Loaded> {
+    let _loading = super::Loading::start();
     let mut view = server.keyspace.lock_all();
     let (loaded, libraries) = load_rdb_locked(server, &mut view, data, keep_expired, true)?;
     drop(view);

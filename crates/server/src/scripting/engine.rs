@@ -947,8 +947,8 @@ fn truncate_chars(text: &str, max: usize) -> &str {
 pub(super) fn check_run(lua: &Lua, run: &RunState, threshold_ms: u64) -> mlua::Result<VmState> {
     if threshold_ms > 0 && !run.is_busy() && run.elapsed_ms() >= threshold_ms {
         tracing::warn!(
-            elapsed_ms = run.elapsed_ms(),
-            "slow script detected: still running; it can be stopped with {}",
+            "Slow script detected: still in execution after {} milliseconds. You can try killing the script using the {} command.",
+            run.elapsed_ms(),
             if run.is_eval() {
                 "SCRIPT KILL"
             } else {
