@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs redis-py against latch-server: its Lock (tests/python/), then redis-py's own test
-# files for pub/sub and MONITOR (tests/test_pubsub.py, tests/test_monitor.py from the
-# redis-py source release on PyPI, cluster-only and module tests deselected). Builds the
+# files (from the redis-py source release on PyPI) for the commands, scripting, functions,
+# pipelines, connections and pools, pub/sub and MONITOR; cluster-only, module and TLS tests
+# deselected, and the four that fail against redis-server 7.0.15 as well (a 7.2 ACL
+# format, PSYNC from a client, and two that expect a server on port 6379). Builds the
 # server, installs redis-py, pytest and pytest-timeout from PyPI into a virtualenv under
 # ${XDG_CACHE_HOME:-$HOME/.cache}/latch/venv, and keeps the source release beside it.
 set -euo pipefail
@@ -35,7 +37,7 @@ fi
 port=$("$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 workdir=$(mktemp -d)
 "$LATCH_SERVER_BIN" --port "$port" --bind 127.0.0.1 --save "" --dir "$workdir" \
-    >"$workdir/server.log" 2>&1 &
+    --enable-debug-command yes >"$workdir/server.log" 2>&1 &
 server_pid=$!
 trap 'kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; rm -rf "$workdir"' EXIT
 for _ in $(seq 100); do
@@ -45,5 +47,12 @@ for _ in $(seq 100); do
     sleep 0.05
 done
 (cd "$SOURCE" && "$VENV/bin/python" -m pytest tests/test_pubsub.py tests/test_monitor.py \
-    --redis-url="redis://127.0.0.1:$port/0" -m "not onlycluster and not redismod" \
-    -q -p no:cacheprovider -W ignore::pytest.PytestUnknownMarkWarning)
+    tests/test_commands.py tests/test_scripting.py tests/test_function.py \
+    tests/test_pipeline.py tests/test_hash.py tests/test_encoding.py tests/test_lock.py \
+    tests/test_helpers.py tests/test_connection.py tests/test_connection_pool.py \
+    --redis-url="redis://127.0.0.1:$port/0" -m "not onlycluster and not redismod and not ssl" \
+    --deselect tests/test_commands.py::TestRedisCommands::test_acl_getuser_setuser \
+    --deselect tests/test_commands.py::TestRedisCommands::test_psync \
+    --deselect tests/test_connection.py::TestConnection::test_retry_connect_on_timeout_error \
+    --deselect tests/test_connection.py::test_create_single_connection_client_from_url \
+    -q -p no:cacheprovider -W ignore::pytest.PytestUnknownMarkWarning --timeout 120)

@@ -25,6 +25,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     commands::sort::COMMANDS,
     commands::databases::COMMANDS,
     commands::server::COMMANDS,
+    commands::lolwut::COMMANDS,
     commands::persistence::COMMANDS,
     commands::config::COMMANDS,
     commands::cluster::COMMANDS,

@@ -57,6 +57,18 @@ fn debug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
     } else if is(sub, "CHANGE-REPL-ID") && argc == 2 {
         ctx.server.replication.change_replid();
         ctx.reply.ok();
+    } else if is(sub, "ERROR") && argc == 3 {
+        // The argument as an error reply, verbatim (line breaks as spaces), written as
+        // raw protocol as Redis does (so no error statistics count it): client libraries
+        // test their error classes with it.
+        let mut line = b"-".to_vec();
+        line.extend(
+            args[2]
+                .iter()
+                .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+        );
+        line.extend_from_slice(b"\r\n");
+        ctx.reply.raw(&line);
     } else if is(sub, "LOG") && argc == 3 {
         tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(&args[2]));
         ctx.reply.ok();
@@ -169,6 +181,8 @@ fn debug_help(ctx: &mut Ctx<'_, '_>) {
             "    The data set's digest (as redis-server computes it; zeros when empty).",
             "DIGEST-VALUE <key> [<key> ...]",
             "    Each value's digest.",
+            "ERROR <string>",
+            "    Reply with <string> as an error (for clients' tests of error replies).",
             "LOADAOF",
             "    Write and sync the AOF, empty the data set and load it back from the AOF.",
             "LOG <message>",

@@ -23,6 +23,7 @@ pub mod info;
 pub mod keys;
 pub mod list;
 pub mod locks;
+pub mod lolwut;
 pub mod persistence;
 pub mod pubsub;
 pub mod replication;
