@@ -289,7 +289,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("sanitize-dump-payload", None, o::DEBUG, Kind::Enum(SANITIZE_DUMP_PAYLOAD), "no", Effect::Inert),
     opt("enable-protected-configs", None, o::IMMUTABLE, Kind::Enum(PROTECTED_ACTION), "no", Effect::Acts),
     opt("enable-debug-command", None, o::IMMUTABLE, Kind::Enum(PROTECTED_ACTION), "no", Effect::Acts),
-    opt("enable-module-command", None, o::IMMUTABLE, Kind::Enum(PROTECTED_ACTION), "no", Effect::Inert),
+    opt("enable-module-command", None, o::IMMUTABLE, Kind::Enum(PROTECTED_ACTION), "no", Effect::Acts),
     opt("cluster-preferred-endpoint-type", None, 0, Kind::Enum(CLUSTER_ENDPOINT_TYPE), "ip", Effect::Inert),
     opt("propagation-error-behavior", None, 0, Kind::Enum(PROPAGATION_ERROR_BEHAVIOR), "ignore", Effect::Inert),
     opt("shutdown-on-sigint", None, o::MULTI_ARG, Kind::Enum(SHUTDOWN_ON_SIG), "default", Effect::Acts),
@@ -2096,9 +2096,10 @@ impl Config {
         }
     }
 
-    /// Whether DEBUG may run for a client (`enable-debug-command`).
-    pub fn debug_command_allowed(&self, client_is_local: bool) -> bool {
-        match self.get_i64("enable-debug-command") {
+    /// Whether a protected command may run for a client, by its option
+    /// (`enable-debug-command`, `enable-module-command`: no, yes or local).
+    pub fn protected_command_allowed(&self, option: &str, client_is_local: bool) -> bool {
+        match self.get_i64(option) {
             1 => true,
             2 => client_is_local,
             _ => false,

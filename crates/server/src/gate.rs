@@ -339,15 +339,19 @@ fn dispatch(
         .last_command
         .store(command.id + 1, Ordering::Relaxed);
     let spec = command.spec;
+    // DEBUG and MODULE's loading subcommands, each behind its own option.
+    let (protected_name, option) = if command.full_name.starts_with("module|") {
+        ("MODULE".to_string(), "enable-module-command")
+    } else {
+        (command.full_name.to_uppercase(), "enable-debug-command")
+    };
     if spec.has_flag(flag::PROTECTED)
         && !server
             .config
-            .debug_command_allowed(client.shared.is_local())
+            .protected_command_allowed(option, client.shared.is_local())
     {
         let message = format!(
-            "ERR {} command not allowed. If the {} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.",
-            command.full_name.to_uppercase(),
-            "enable-debug-command"
+            "ERR {protected_name} command not allowed. If the {option} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
         );
         reject(
             server,

@@ -26,6 +26,7 @@ const FAMILIES: &[&[CommandSpec]] = &[
     commands::databases::COMMANDS,
     commands::server::COMMANDS,
     commands::lolwut::COMMANDS,
+    commands::module::COMMANDS,
     commands::persistence::COMMANDS,
     commands::config::COMMANDS,
     commands::cluster::COMMANDS,

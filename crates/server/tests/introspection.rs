@@ -557,3 +557,58 @@ fn shutdown_stops_the_server() {
         "server still running after SHUTDOWN"
     );
 }
+
+/// Sends a command and reads its first reply line.
+fn first_line(conn: &mut RawConn, args: &[&[u8]]) -> String {
+    conn.send(&encode(args));
+    read_line(conn)
+}
+
+#[test]
+fn module_lolwut_and_debug_error() {
+    let server = TestServer::start(&["--enable-debug-command", "yes"]);
+    let mut c = server.raw();
+    // No modules, and loading one is refused as Redis refuses it by default.
+    assert_eq!(first_line(&mut c, &[b"MODULE", b"LIST"]), "*0\r\n");
+    let refused = first_line(&mut c, &[b"MODULE", b"LOAD", b"/x.so"]);
+    assert!(
+        refused.starts_with("-ERR MODULE command not allowed. If the enable-module-command"),
+        "{refused:?}"
+    );
+    let enabled = TestServer::start(&["--enable-module-command", "yes"]);
+    let mut e = enabled.raw();
+    assert_eq!(
+        first_line(&mut e, &[b"MODULE", b"LOAD", b"/x.so"]),
+        "-ERR Error loading the extension. Please check the server logs.\r\n"
+    );
+    assert_eq!(
+        first_line(&mut e, &[b"MODULE", b"UNLOAD", b"x"]),
+        "-ERR Error unloading module: no such module with that name\r\n"
+    );
+    // LOLWUT: the version line as Redis 7.0 writes it; VERSION 5 draws first.
+    assert_eq!(first_line(&mut c, &[b"LOLWUT"]), "$18\r\n");
+    assert_eq!(read_line(&mut c), "Redis ver. 7.0.15\n\r\n");
+    let header = first_line(&mut c, &[b"LOLWUT", b"VERSION", b"5", b"10", b"2", b"2"]);
+    let len: usize = header[1..header.len() - 2].parse().unwrap();
+    let mut body = vec![0u8; len + 2];
+    std::io::Read::read_exact(&mut c.stream, &mut body).unwrap();
+    let text = String::from_utf8(body).unwrap();
+    assert!(text.contains("Redis ver. 7.0.15"), "{text}");
+    assert!(text
+        .chars()
+        .any(|ch| ('\u{2801}'..='\u{28ff}').contains(&ch)));
+    assert_eq!(
+        first_line(&mut c, &[b"LOLWUT", b"VERSION", b"x"]),
+        "-ERR value is not an integer or out of range\r\n"
+    );
+    // DEBUG ERROR: the text as the error, uncounted.
+    assert_eq!(
+        first_line(&mut c, &[b"DEBUG", b"ERROR", b"LOADING fake\nmessage"]),
+        "-LOADING fake message\r\n"
+    );
+    let stats = first_line(&mut c, &[b"INFO", b"errorstats"]);
+    let len: usize = stats[1..stats.len() - 2].parse().unwrap();
+    let mut body = vec![0u8; len + 2];
+    std::io::Read::read_exact(&mut c.stream, &mut body).unwrap();
+    assert!(!String::from_utf8_lossy(&body).contains("LOADING"));
+}

@@ -24,6 +24,7 @@ pub mod keys;
 pub mod list;
 pub mod locks;
 pub mod lolwut;
+pub mod module;
 pub mod persistence;
 pub mod pubsub;
 pub mod replication;

@@ -128,7 +128,7 @@ const SUBCOMMAND_BASE: CommandSpec = CommandSpec {
 static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "debug",
-        summary: "Would start the Lua debugger for the following EVALs; Latch has none.",
+        summary: "Sets the debug mode of server-side Lua scripts.",
         since: "3.2.0",
         arity: 3,
         flags: flag::NOSCRIPT,
