@@ -13,5 +13,5 @@ pub mod reply;
 pub mod request;
 
 pub use frame::{Frame, FrameError};
-pub use reply::{format_double_g17, Reply, Resp};
+pub use reply::{format_double_g17, quoted, Reply, Resp};
 pub use request::{RequestError, RequestLimits, RequestParser};

@@ -377,6 +377,26 @@ pub fn format_double_g17(d: f64, out: &mut Vec<u8>) {
     }
 }
 
+/// Bytes quoted the way redis-cli (and Redis' `sdscatrepr`) quotes them: `"..."` with
+/// `\\ \" \n \r \t \a \b` escapes and `\xHH` for other unprintable bytes.
+pub fn quoted(bytes: &[u8], out: &mut Vec<u8>) {
+    out.push(b'"');
+    for &byte in bytes {
+        match byte {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            7 => out.extend_from_slice(b"\\a"),
+            8 => out.extend_from_slice(b"\\b"),
+            0x20..=0x7e => out.push(byte),
+            _ => out.extend_from_slice(format!("\\x{byte:02x}").as_bytes()),
+        }
+    }
+    out.push(b'"');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

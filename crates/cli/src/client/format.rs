@@ -2,25 +2,7 @@
 
 use latch_protocol::{format_double_g17, Frame};
 
-/// A bulk string quoted the way redis-cli quotes it: `"..."` with `\\ \" \n \r \t \a \b`
-/// escapes and `\xHH` for other unprintable bytes.
-pub fn quoted(bytes: &[u8], out: &mut Vec<u8>) {
-    out.push(b'"');
-    for &byte in bytes {
-        match byte {
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            7 => out.extend_from_slice(b"\\a"),
-            8 => out.extend_from_slice(b"\\b"),
-            0x20..=0x7e => out.push(byte),
-            _ => out.extend_from_slice(format!("\\x{byte:02x}").as_bytes()),
-        }
-    }
-    out.push(b'"');
-}
+pub use latch_protocol::quoted;
 
 fn double_text(value: f64) -> Vec<u8> {
     let mut text = Vec::new();

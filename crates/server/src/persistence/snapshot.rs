@@ -102,19 +102,9 @@ pub fn write_aof_base(server: &Server, cut: &Cut, path: &Path) -> anyhow::Result
         std::process::id(),
         rand_suffix()
     ));
-    let written = (|| -> anyhow::Result<u64> {
-        let file = File::create(&temp).with_context(|| format!("creating {}", temp.display()))?;
-        let buffered = super::aof_base::write_commands_into(
-            server,
-            cut,
-            BufWriter::with_capacity(256 * 1024, file),
-        )?;
-        let file = buffered
-            .into_inner()
-            .map_err(|error| anyhow::anyhow!("writing {}: {}", temp.display(), error.error()))?;
-        file.sync_all()?;
-        Ok(file.metadata()?.len())
-    })();
+    let written = write_synced(&temp, |out| {
+        super::aof_base::write_commands_into(server, cut, out)
+    });
     let renamed = written.and_then(|size| {
         std::fs::rename(&temp, path)
             .with_context(|| format!("renaming {} to {}", temp.display(), path.display()))?;
@@ -202,18 +192,28 @@ fn rand_suffix() -> u32 {
 }
 
 fn write_rdb_to(server: &Server, cut: &Cut, temp: &Path, aof_base: bool) -> anyhow::Result<u64> {
-    let file = File::create(temp).with_context(|| format!("creating {}", temp.display()))?;
-    let buffered = write_rdb_into(
-        server,
-        cut,
-        BufWriter::with_capacity(256 * 1024, file),
-        aof_base,
-        // An AOF's base carries no replication fields, as in Redis.
-        cut.repl.as_ref().filter(|_| !aof_base),
-    )?;
+    write_synced(temp, |out| {
+        write_rdb_into(
+            server,
+            cut,
+            out,
+            aof_base,
+            // An AOF's base carries no replication fields, as in Redis.
+            cut.repl.as_ref().filter(|_| !aof_base),
+        )
+    })
+}
+
+/// Creates `path`, lets `write` fill it through a buffer, syncs it; returns its size.
+fn write_synced(
+    path: &Path,
+    write: impl FnOnce(BufWriter<File>) -> anyhow::Result<BufWriter<File>>,
+) -> anyhow::Result<u64> {
+    let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let buffered = write(BufWriter::with_capacity(256 * 1024, file))?;
     let file = buffered
         .into_inner()
-        .map_err(|error| anyhow::anyhow!("writing {}: {}", temp.display(), error.error()))?;
+        .map_err(|error| anyhow::anyhow!("writing {}: {}", path.display(), error.error()))?;
     file.sync_all()?;
     Ok(file.metadata()?.len())
 }

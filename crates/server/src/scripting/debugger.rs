@@ -897,22 +897,9 @@ fn format_g(out: &mut Vec<u8>, n: f64) {
 }
 
 /// A string in double quotes, with `\\`, `\"`, `\n`, `\r`, `\t`, `\a`, `\b` and `\xHH`
-/// for other unprintable bytes.
+/// for other unprintable bytes (as redis-cli shows strings).
 fn quote(out: &mut Vec<u8>, text: &[u8]) {
-    out.push(b'"');
-    for &b in text {
-        match b {
-            b'\\' | b'"' => out.extend_from_slice(&[b'\\', b]),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x07 => out.extend_from_slice(b"\\a"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x20..=0x7e => out.push(b),
-            _ => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
-        }
-    }
-    out.push(b'"');
+    latch_protocol::quoted(text, out);
 }
 
 /// A reply in the debugger's notation: integers bare, strings quoted, `[a,b]` arrays,
