@@ -623,13 +623,23 @@ fn may_replicate(
 
 /// [`may_replicate`] for one command (not EXEC).
 fn command_may_replicate(server: &Server, command: &Command, args: &[Bytes]) -> Option<bool> {
-    let spec = command.spec;
-    let declared = spec.flags & (flag::WRITE | flag::MAY_REPLICATE) != 0;
-    if spec.lock != LockPlan::Script {
+    let declared = command.spec.flags & (flag::WRITE | flag::MAY_REPLICATE) != 0;
+    writes_as_declared(server, command, args, declared)
+}
+
+/// Whether a command writes: `declared` (from its own flags), unless it is a script
+/// command whose script declares flags: a script that declares them may write unless it
+/// says `no-writes`; one that declares none (no shebang), or is not known yet, goes by
+/// `declared`. `None` when finding out takes the VM and a script holds it.
+fn writes_as_declared(
+    server: &Server,
+    command: &Command,
+    args: &[Bytes],
+    declared: bool,
+) -> Option<bool> {
+    if command.spec.lock != LockPlan::Script {
         return Some(declared);
     }
-    // A script that declares flags may write unless it says `no-writes`; one that declares
-    // none (no shebang), or is not known yet, goes by the command's own flags.
     Some(match script_flags(server, command, args)? {
         Some(flags) if !flags.compat => !flags.no_writes,
         _ => declared,
@@ -702,13 +712,8 @@ fn writes(server: &Server, client: &Client, command: &Command) -> bool {
             transaction.queued.iter().any(|entry| {
                 let queued = table.get(entry.id);
                 let declared = queued.spec.has_flag(flag::WRITE);
-                if queued.spec.lock != LockPlan::Script {
-                    return declared;
-                }
-                match script_flags(server, queued, &entry.args) {
-                    Some(Some(flags)) if !flags.compat => !flags.no_writes,
-                    _ => declared,
-                }
+                // With the VM held by a running script, the command's own flags decide.
+                writes_as_declared(server, queued, &entry.args, declared).unwrap_or(declared)
             })
         });
     }

@@ -558,6 +558,14 @@ fn shutdown_stops_the_server() {
     );
 }
 
+/// The body of a bulk reply whose `$len` line was `header` (its CRLF read too).
+fn bulk_body(conn: &mut RawConn, header: &str) -> String {
+    let len: usize = header[1..header.len() - 2].parse().unwrap();
+    let mut body = vec![0u8; len + 2];
+    std::io::Read::read_exact(&mut conn.stream, &mut body).unwrap();
+    String::from_utf8(body).unwrap()
+}
+
 /// Sends a command and reads its first reply line.
 fn first_line(conn: &mut RawConn, args: &[&[u8]]) -> String {
     conn.send(&encode(args));
@@ -589,10 +597,7 @@ fn module_lolwut_and_debug_error() {
     assert_eq!(first_line(&mut c, &[b"LOLWUT"]), "$18\r\n");
     assert_eq!(read_line(&mut c), "Redis ver. 7.0.15\n\r\n");
     let header = first_line(&mut c, &[b"LOLWUT", b"VERSION", b"5", b"10", b"2", b"2"]);
-    let len: usize = header[1..header.len() - 2].parse().unwrap();
-    let mut body = vec![0u8; len + 2];
-    std::io::Read::read_exact(&mut c.stream, &mut body).unwrap();
-    let text = String::from_utf8(body).unwrap();
+    let text = bulk_body(&mut c, &header);
     assert!(text.contains("Redis ver. 7.0.15"), "{text}");
     assert!(text
         .chars()
@@ -607,8 +612,5 @@ fn module_lolwut_and_debug_error() {
         "-LOADING fake message\r\n"
     );
     let stats = first_line(&mut c, &[b"INFO", b"errorstats"]);
-    let len: usize = stats[1..stats.len() - 2].parse().unwrap();
-    let mut body = vec![0u8; len + 2];
-    std::io::Read::read_exact(&mut c.stream, &mut body).unwrap();
-    assert!(!String::from_utf8_lossy(&body).contains("LOADING"));
+    assert!(!bulk_body(&mut c, &stats).contains("LOADING"));
 }

@@ -72,19 +72,24 @@ pub fn write_rdb(server: &Server, cut: &Cut, path: &Path, aof_base: bool) -> any
     } else {
         path.with_file_name(temp_rdb_name())
     };
-    let result = write_rdb_to(server, cut, &temp, aof_base);
-    match result {
+    replace_via(&temp, path, write_rdb_to(server, cut, &temp, aof_base))
+}
+
+/// Renames a file just written (`written`: its size) at `temp` over `path` and syncs the
+/// directory; removes `temp` when the write or the rename failed.
+fn replace_via(temp: &Path, path: &Path, written: anyhow::Result<u64>) -> anyhow::Result<u64> {
+    let renamed = written.and_then(|size| {
+        std::fs::rename(temp, path)
+            .with_context(|| format!("renaming {} to {}", temp.display(), path.display()))?;
+        Ok(size)
+    });
+    match renamed {
         Ok(size) => {
-            if let Err(error) = std::fs::rename(&temp, path) {
-                let _ = std::fs::remove_file(&temp);
-                return Err(error)
-                    .with_context(|| format!("renaming {} to {}", temp.display(), path.display()));
-            }
             sync_dir(path);
             Ok(size)
         }
         Err(error) => {
-            let _ = std::fs::remove_file(&temp);
+            let _ = std::fs::remove_file(temp);
             Err(error)
         }
     }
@@ -105,21 +110,7 @@ pub fn write_aof_base(server: &Server, cut: &Cut, path: &Path) -> anyhow::Result
     let written = write_synced(&temp, |out| {
         super::aof_base::write_commands_into(server, cut, out)
     });
-    let renamed = written.and_then(|size| {
-        std::fs::rename(&temp, path)
-            .with_context(|| format!("renaming {} to {}", temp.display(), path.display()))?;
-        Ok(size)
-    });
-    match renamed {
-        Ok(size) => {
-            sync_dir(path);
-            Ok(size)
-        }
-        Err(error) => {
-            let _ = std::fs::remove_file(&temp);
-            Err(error)
-        }
-    }
+    replace_via(&temp, path, written)
 }
 
 /// `aof-use-rdb-preamble`: whether an AOF base is an RDB (else commands).

@@ -357,7 +357,7 @@ pub fn hook(lua: &Lua, debug: &Debug, cx: &HookContext) -> mlua::Result<VmState>
     } else {
         DEFAULT_LOOP_STOP_MS
     };
-    let Some(reason) = cx.debugger.with(|s| {
+    let stop = cx.debugger.with(|s| {
         s.current_line = line;
         // A breakpoint stops the line once, at its line event.
         let at_break = s.lua_break || (!counted && s.breakpoints.contains(&line));
@@ -374,10 +374,9 @@ pub fn hook(lua: &Lua, debug: &Debug, cx: &HookContext) -> mlua::Result<VmState>
         } else {
             None
         }
-    }) else {
-        return Ok(VmState::Continue);
-    };
-    let Some(reason) = reason else {
+    });
+    // No session, or no reason to stop here.
+    let Some(reason) = stop.flatten() else {
         return Ok(VmState::Continue);
     };
     let timed_out = counted && reason.starts_with("timeout");
