@@ -339,29 +339,18 @@ fn dispatch(
         .last_command
         .store(command.id + 1, Ordering::Relaxed);
     let spec = command.spec;
-    // DEBUG and MODULE's loading subcommands, each behind its own option.
-    let (protected_name, option) = if command.full_name.starts_with("module|") {
-        ("MODULE".to_string(), "enable-module-command")
-    } else {
-        (command.full_name.to_uppercase(), "enable-debug-command")
-    };
-    if spec.has_flag(flag::PROTECTED)
-        && !server
-            .config
-            .protected_command_allowed(option, client.shared.is_local())
-    {
-        let message = format!(
-            "ERR {protected_name} command not allowed. If the {option} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
-        );
-        reject(
-            server,
-            client,
-            reply,
-            Some(command),
-            args,
-            message.as_bytes(),
-        );
-        return Outcome::Done;
+    if spec.has_flag(flag::PROTECTED) {
+        if let Some(message) = protected_refusal(server, client, command) {
+            reject(
+                server,
+                client,
+                reply,
+                Some(command),
+                args,
+                message.as_bytes(),
+            );
+            return Outcome::Done;
+        }
     }
     if !client.authenticated && !spec.has_flag(flag::NO_AUTH) {
         reject(server, client, reply, Some(command), args, err::NOAUTH);
@@ -569,6 +558,27 @@ fn dispatch(
         account(server, client, command, args, ran);
     }
     Outcome::Done
+}
+
+/// The refusal of a protected command (DEBUG and MODULE's loading subcommands, each
+/// behind its own option) when its option does not allow this client; `None` to go on.
+#[cold]
+#[inline(never)]
+fn protected_refusal(server: &Server, client: &Client, command: &Command) -> Option<String> {
+    let (name, option) = if command.full_name.starts_with("module|") {
+        ("MODULE".to_string(), "enable-module-command")
+    } else {
+        (command.full_name.to_uppercase(), "enable-debug-command")
+    };
+    if server
+        .config
+        .protected_command_allowed(option, client.shared.is_local())
+    {
+        return None;
+    }
+    Some(format!(
+        "ERR {name} command not allowed. If the {option} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+    ))
 }
 
 /// What a pause in force does to `command`: `Paused` when it holds it, `Deferred` when
