@@ -33,8 +33,8 @@ pub struct Client {
     pub user: Arc<crate::acl::User>,
     pub reply_mode: ReplyMode,
     pub close_after_reply: bool,
-    /// `SCRIPT DEBUG SYNC`: the client's next EVAL runs in a debugging session.
-    pub lua_debug: bool,
+    /// `SCRIPT DEBUG YES` or `SYNC`: the client's next EVAL runs in a debugging session.
+    pub lua_debug: crate::scripting::rollback::DebugMode,
     pub shared: Arc<ClientShared>,
     /// The transaction being queued, between MULTI and EXEC/DISCARD.
     pub multi: Option<Transaction>,
@@ -605,7 +605,7 @@ impl Registry {
             user,
             reply_mode: ReplyMode::On,
             close_after_reply: false,
-            lua_debug: false,
+            lua_debug: crate::scripting::rollback::DebugMode::Off,
             shared,
             multi: None,
             watches: Watches::default(),

@@ -1,7 +1,7 @@
-//! `SCRIPT DEBUG SYNC`: Lua debugging sessions (Redis' LDB) over a real connection: stops,
-//! stepping, breakpoints, variables, `eval` and `redis` from the debugger, the session's
-//! end (its log, then the EVAL reply, then the connection closed), and what other clients
-//! see meanwhile.
+//! `SCRIPT DEBUG SYNC` and `YES`: Lua debugging sessions (Redis' LDB) over a real
+//! connection: stops, stepping, breakpoints, variables, `eval` and `redis` from the
+//! debugger, the session's end (its log, then the EVAL reply, then the connection closed),
+//! what other clients see meanwhile, and YES's writes undone at the end.
 
 mod common;
 
@@ -182,17 +182,9 @@ fn bad_commands_maxlen_and_abort() {
 }
 
 #[test]
-fn yes_evalsha_and_multi_are_refused() {
+fn evalsha_and_multi_are_refused() {
     let server = TestServer::start(&[]);
     let mut c = server.raw();
-    let reply = {
-        c.send(&encode(&[b"SCRIPT", b"DEBUG", b"YES"]));
-        read_line(&mut c)
-    };
-    assert!(
-        reply.starts_with("-ERR Latch debugs scripts in SYNC mode only"),
-        "{reply:?}"
-    );
     check(
         &mut c,
         "SCRIPT DEBUG MAYBE",
@@ -296,4 +288,95 @@ fn redis_breakpoint_stops_at_the_next_line() {
     assert_eq!(say(&mut c, &["p", "n"]), vec!["<value> 60"]);
     assert_eq!(say(&mut c, &["c"]), vec!["<endsession>"]);
     assert_eq!(read_line(&mut c), ":60\r\n");
+}
+
+#[test]
+fn yes_undoes_every_write_of_the_session_and_logs_none() {
+    let server = TestServer::start(&["--appendonly", "yes"]);
+    let mut setup = server.raw();
+    check(&mut setup, "SET a 1 PX 600000", "+OK\r\n");
+    check(&mut setup, "RPUSH list x y", ":2\r\n");
+    check(&mut setup, "HSET h f v", ":1\r\n");
+    check(&mut setup, "SELECT 1", "+OK\r\n");
+    check(&mut setup, "SET other o", "+OK\r\n");
+    check(&mut setup, "SELECT 4", "+OK\r\n");
+    check(&mut setup, "SET four 4", "+OK\r\n");
+    check(&mut setup, "SELECT 0", "+OK\r\n");
+
+    let mut c = server.raw();
+    check(&mut c, "SCRIPT DEBUG YES", "+OK\r\n");
+    let script = "redis.call('set', KEYS[1], 'changed')
+redis.call('del', 'list')
+redis.call('set', 'fresh', 'new')
+redis.call('hset', 'h', 'f2', 'v2')
+redis.call('copy', KEYS[1], 'c', 'db', 3)
+redis.call('move', 'fresh', 2)
+redis.call('select', 1)
+redis.call('flushdb')
+redis.call('set', 'in1', 'x')
+redis.call('swapdb', 0, 4)
+redis.call('set', 'a', 'after-swap')
+return 'done'";
+    let first = say(&mut c, &["EVAL", script, "1", "a"]);
+    assert_eq!(first[0], "* Stopped at 1, stop reason = step over");
+    // The debugger's own `redis` command writes too, and is undone with the rest.
+    assert_eq!(
+        say(&mut c, &["redis", "set", "from-prompt", "p"]),
+        vec!["<redis> set from-prompt p", r#"<reply> "+OK""#]
+    );
+    assert_eq!(say(&mut c, &["continue"]), vec!["<endsession>"]);
+    assert_eq!(read_line(&mut c), "$4\r\n");
+    assert_eq!(read_line(&mut c), "done\r\n");
+    assert!(c.is_closed(), "the session's connection stays open");
+
+    let mut after = server.raw();
+    check(&mut after, "GET a", &bulk("1"));
+    let ttl = {
+        after.send(&encode(&[b"PTTL", b"a"]));
+        read_line(&mut after)
+    };
+    let ttl: i64 = ttl.trim_start_matches(':').trim_end().parse().unwrap();
+    assert!(ttl > 500_000, "the TTL was not kept: {ttl}");
+    check(&mut after, "LRANGE list 0 -1", &common::bulks(&["x", "y"]));
+    check(&mut after, "HGETALL h", &common::bulks(&["f", "v"]));
+    check(&mut after, "EXISTS fresh from-prompt c", ":0\r\n");
+    check(&mut after, "DBSIZE", ":3\r\n");
+    for (db, size) in [
+        ("1", ":1\r\n"),
+        ("2", ":0\r\n"),
+        ("3", ":0\r\n"),
+        ("4", ":1\r\n"),
+    ] {
+        check(&mut after, &format!("SELECT {db}"), "+OK\r\n");
+        check(&mut after, "DBSIZE", size);
+    }
+    check(&mut after, "GET four", &bulk("4"));
+    check(&mut after, "SELECT 1", "+OK\r\n");
+    check(&mut after, "GET other", &bulk("o"));
+    check(&mut after, "SET marker m", "+OK\r\n");
+
+    // Nothing of the session reached the AOF; what came after did.
+    let dir = server.shutdown_keep_files("NOSAVE");
+    let mut logged = Vec::new();
+    for file in std::fs::read_dir(dir.join("appendonlydir")).unwrap() {
+        logged.extend(std::fs::read(file.unwrap().path()).unwrap());
+    }
+    let logged = String::from_utf8_lossy(&logged);
+    assert!(
+        logged.contains("marker"),
+        "the AOF was not written: {logged:?}"
+    );
+    for written in [
+        "changed",
+        "fresh",
+        "from-prompt",
+        "swapdb",
+        "flushdb",
+        "after-swap",
+    ] {
+        assert!(
+            !logged.to_lowercase().contains(written),
+            "{written} in the AOF: {logged:?}"
+        );
+    }
 }

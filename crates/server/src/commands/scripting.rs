@@ -321,24 +321,23 @@ pub fn kill_running(ctx: &mut Ctx<'_, '_>, eval: bool) {
     ctx.reply.ok();
 }
 
-/// SCRIPT DEBUG: SYNC runs the client's next EVAL in a debugging session
-/// (`scripting::debugger`). Redis' YES forks the server so that the session's writes are
-/// rolled back; Latch does not fork, so it refuses YES rather than keep writes it promised
-/// to throw away.
+/// SCRIPT DEBUG: YES and SYNC run the client's next EVAL in a debugging session
+/// (`scripting::debugger`); YES undoes the session's writes when it ends
+/// (`scripting::rollback`), where Redis forks and throws its child away.
 fn script_debug(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
+    use crate::scripting::rollback::DebugMode;
     if ctx.client.multi.is_some() || ctx.client.in_exec {
         ctx.reply
             .error(b"ERR SCRIPT DEBUG must be called outside MULTI");
     } else if is(&args[2], "NO") {
-        ctx.client.lua_debug = false;
+        ctx.client.lua_debug = DebugMode::Off;
         ctx.reply.ok();
     } else if is(&args[2], "SYNC") {
-        ctx.client.lua_debug = true;
+        ctx.client.lua_debug = DebugMode::Keep;
         ctx.reply.ok();
     } else if is(&args[2], "YES") {
-        ctx.reply.error(
-            b"ERR Latch debugs scripts in SYNC mode only (its writes are kept): use SCRIPT DEBUG SYNC, or redis-cli --ldb-sync-mode",
-        );
+        ctx.client.lua_debug = DebugMode::RollBack;
+        ctx.reply.ok();
     } else {
         ctx.reply.error(b"ERR Use SCRIPT DEBUG YES/SYNC/NO");
     }
@@ -358,9 +357,9 @@ fn script_help(ctx: &mut Ctx<'_, '_>, _args: &[Bytes]) {
             "LOAD <script>",
             "    Add a script to the cache and answer its SHA1, without running it.",
             "DEBUG (YES|SYNC|NO)",
-            "    SYNC: debug the next EVAL step by step over this connection (writes are",
-            "    kept; the connection closes when it ends). YES (a forked session whose",
-            "    writes are rolled back) is refused. NO: turn debugging off.",
+            "    Debug the next EVAL step by step over this connection; the connection",
+            "    closes when the session ends. YES: the session's writes are undone at its",
+            "    end. SYNC: they are kept. NO: turn debugging off.",
         ],
     );
 }

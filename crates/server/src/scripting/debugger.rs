@@ -10,9 +10,9 @@
 //! cannot be re-entered. When the script ends, an `<endsession>` line, then the EVAL reply,
 //! and the connection is closed, as Redis does.
 //!
-//! Redis' `SCRIPT DEBUG YES` forks the server so that the session's writes are thrown away
-//! afterwards; Latch does not fork (its snapshots do not need to), so it refuses YES rather
-//! than keep writes the user was told would be rolled back. SYNC keeps them in both.
+//! `SCRIPT DEBUG YES` runs the same session and then undoes its writes
+//! ([`super::rollback`]), where Redis forks the server and throws the child away. SYNC
+//! keeps them in both.
 //!
 //! Unlike redis-server, whose sync session stops the whole server, Latch goes on serving
 //! other clients meanwhile: they wait for the script as for any other (and after

@@ -15,6 +15,7 @@ use super::debugger::{self, Debugger};
 use super::functions::{self, Functions, LoadApi};
 use super::idiom::{self, Idiom};
 use super::raw::{self, Ran};
+use super::rollback::{DebugMode, Journal};
 use super::sandbox::{self, Sandbox};
 use super::RunState;
 use crate::commands::Ctx;
@@ -169,6 +170,8 @@ pub struct Engine {
     debugger: Debugger,
     /// Lua's `debug` library, for the debugger only (scripts do not see it).
     debug_lib: Option<Table>,
+    /// The journal of a `SCRIPT DEBUG YES` session in progress.
+    journal: Option<Journal>,
 }
 
 /// Which host function a script called.
@@ -442,6 +445,7 @@ impl Engine {
             gc_floor,
             debugger,
             debug_lib,
+            journal: None,
         }
     }
 
@@ -594,7 +598,8 @@ impl Engine {
         keys: &[Bytes],
         args: &[Bytes],
     ) {
-        let debug_fd = ctx.client.lua_debug.then(|| ctx.client.shared.fd);
+        let mode = ctx.client.lua_debug;
+        let debug_fd = (mode != DebugMode::Off).then(|| ctx.client.shared.fd);
         match debug_fd {
             Some(_) if evalsha => ctx
                 .reply
@@ -604,11 +609,17 @@ impl Engine {
                 // Replies to the commands before this one go out ahead of the session's.
                 let pending = ctx.reply.buffer().split();
                 self.debugger.write_raw(&pending);
+                let rolls_back = mode == DebugMode::RollBack;
                 tracing::warn!(
                     client = %ctx.client.shared.describe(),
-                    "Lua debugging session started (SCRIPT DEBUG SYNC)"
+                    "Lua debugging session started (SCRIPT DEBUG {})",
+                    if rolls_back { "YES" } else { "SYNC" }
                 );
+                self.journal = rolls_back.then(Journal::default);
                 self.eval_checked(ctx, script, false, read_only_command, keys, args);
+                if let Some(journal) = self.journal.take() {
+                    journal.roll_back(ctx.keys);
+                }
                 self.debugger.end();
                 tracing::warn!("Lua debugging session ended");
                 // The connection's end tells the client the session is over, as in Redis.
@@ -798,6 +809,7 @@ impl Engine {
         }
         let run_state = self.run.clone();
         let debugger = self.debugger.clone();
+        let journal = &mut self.journal;
         let mut dispatch = |kind: HostCall, args: &[Bytes]| -> HostReply {
             match kind {
                 HostCall::Call | HostCall::PCall => {
@@ -808,9 +820,17 @@ impl Engine {
                         debugger.log_command(args);
                     }
                     let logged_from = ctx.client.propagated.len();
+                    if let Some(journal) = journal.as_mut() {
+                        if let Ok(command) = crate::gate::command_for_script(args) {
+                            journal.before(ctx.keys, ctx.client.db, command, args);
+                        }
+                    }
                     let called = crate::gate::script_call(ctx, args, resp, rules, &run_state);
                     let repl = active.repl.load(Ordering::Relaxed);
-                    if repl != REPL_ALL {
+                    if journal.is_some() {
+                        // Undone at the session's end: nothing to propagate.
+                        ctx.client.propagated.truncate(logged_from);
+                    } else if repl != REPL_ALL {
                         route_effects(&mut ctx.client.propagated, logged_from, repl);
                     }
                     match called {

@@ -20,6 +20,7 @@ pub mod functions;
 pub mod idiom;
 pub mod libs;
 mod raw;
+pub mod rollback;
 pub mod sandbox;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
