@@ -980,6 +980,27 @@ impl<'a> Locked<'a> {
         self.keyspace
     }
 
+    /// For a long load that holds every shard: hands each shard to whoever waits for it
+    /// (a fair unlock), then takes them all back, so that the commands a load lets run
+    /// (INFO...) are served between its steps, as Redis serves events while it loads.
+    /// The view's time stays the one it was made with.
+    pub fn let_others_in(&mut self) {
+        let Guards::All(guards) = std::mem::replace(&mut self.guards, Guards::None) else {
+            panic!("let_others_in needs every shard held");
+        };
+        for guard in guards {
+            MutexGuard::unlock_fair(guard);
+        }
+        let shards: Vec<usize> = (0..self.keyspace.shards.len()).collect();
+        self.guards = Guards::All(
+            self.keyspace
+                .lock_ordered(&shards)
+                .into_iter()
+                .map(|(_, guard)| guard)
+                .collect(),
+        );
+    }
+
     /// Whether this view holds every shard; a script's view takes the ones it lacks first.
     pub fn holds_all(&mut self) -> bool {
         self.take_all_if_exclusive();

@@ -323,7 +323,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("repl-ping-replica-period", Some("repl-ping-slave-period"), 0, Kind::Number { min: 1, max: I32_MAX, unsigned: false, format: Format::Plain }, "10", Effect::Acts),
     opt("list-compress-depth", None, o::DEBUG, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
     opt("rdb-key-save-delay", None, o::HIDDEN, Kind::Number { min: I32_MIN, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
-    opt("key-load-delay", None, o::HIDDEN, Kind::Number { min: I32_MIN, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Inert),
+    opt("key-load-delay", None, o::HIDDEN, Kind::Number { min: I32_MIN, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
     opt("active-expire-effort", None, 0, Kind::Number { min: 1, max: 10, unsigned: false, format: Format::Plain }, "1", Effect::Inert),
     opt("hz", None, 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "10", Effect::Acts),
     opt("min-replicas-to-write", Some("min-slaves-to-write"), 0, Kind::Number { min: 0, max: I32_MAX, unsigned: false, format: Format::Plain }, "0", Effect::Acts),
@@ -365,7 +365,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("maxmemory-clients", None, 0, Kind::Number { min: -100, max: I64_MAX, unsigned: false, format: Format::MemoryOrPercent }, "0", Effect::Acts),
     opt("repl-backlog-ttl", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Plain }, "3600", Effect::Acts),
     opt("auto-aof-rewrite-min-size", None, 0, Kind::Number { min: 0, max: I64_MAX, unsigned: false, format: Format::Memory }, "67108864", Effect::Acts),
-    opt("loading-process-events-interval-bytes", None, o::HIDDEN, Kind::Number { min: 1024, max: I32_MAX, unsigned: false, format: Format::Plain }, "2097152", Effect::Inert),
+    opt("loading-process-events-interval-bytes", None, o::HIDDEN, Kind::Number { min: 1024, max: I32_MAX, unsigned: false, format: Format::Plain }, "2097152", Effect::Acts),
     opt("dir", None, o::PROTECTED | o::DENY_LOADING, Kind::Special(Special::Dir), "", Effect::Acts),
     opt("save", None, o::MULTI_ARG, Kind::Special(Special::Save), "3600 1 300 100 60 10000", Effect::Acts),
     opt("client-output-buffer-limit", None, o::MULTI_ARG, Kind::Special(Special::ClientOutputBufferLimit), "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", Effect::Acts),
@@ -1615,6 +1615,8 @@ pub enum SetError {
     Unknown(String),
     /// The option exists but the change was refused: (option, reason).
     Failed(String, String),
+    /// An option that cannot change while a data set loads (`dir`, `appendonly`...).
+    Loading,
 }
 
 impl SetError {
@@ -1627,6 +1629,7 @@ impl SetError {
             SetError::Failed(name, reason) => {
                 format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}")
             }
+            SetError::Loading => "LOADING Redis is loading the dataset in memory".to_string(),
         }
     }
 }
@@ -2146,35 +2149,49 @@ impl Config {
     /// CONFIG SET: all pairs or none. `protected_allowed` says whether this client may
     /// change PROTECTED options (see [`Config::protected_configs_allowed`]).
     pub fn set(&self, pairs: &[(&[u8], &[u8])], protected_allowed: bool) -> Result<(), SetError> {
-        // First pass, in order: the first unknown, immutable, protected or repeated option
-        // refuses the whole command.
+        // First pass, in order: an unknown, immutable, protected or repeated option, or one
+        // that cannot change while a data set loads (LOADING), refuses the whole command;
+        // the first one found says why, as in Redis.
+        let loading = crate::persistence::is_loading();
         let mut chosen: Vec<(usize, &'static str, String)> = Vec::with_capacity(pairs.len());
+        let mut refused = None;
         for (name, value) in pairs {
             let name = String::from_utf8_lossy(name).into_owned();
             let Some((index, entry_name)) = lookup(&name) else {
-                return Err(SetError::Unknown(name));
+                refused.get_or_insert(SetError::Unknown(name));
+                continue;
             };
             let def = &OPTIONS[index];
             if def.has(o::IMMUTABLE) {
-                return Err(SetError::Failed(
+                refused.get_or_insert(SetError::Failed(
                     name,
                     "can't set immutable config".to_string(),
                 ));
+                continue;
             }
             if def.has(o::PROTECTED) && !protected_allowed {
-                return Err(SetError::Failed(
+                refused.get_or_insert(SetError::Failed(
                     name,
                     "can't set protected config".to_string(),
                 ));
+                continue;
+            }
+            if loading && def.has(o::DENY_LOADING) {
+                refused.get_or_insert(SetError::Loading);
+                continue;
             }
             if chosen.iter().any(|(seen, _, _)| *seen == index) {
-                return Err(SetError::Failed(name, "duplicate parameter".to_string()));
+                refused.get_or_insert(SetError::Failed(name, "duplicate parameter".to_string()));
+                continue;
             }
             chosen.push((
                 index,
                 entry_name,
                 String::from_utf8_lossy(value).into_owned(),
             ));
+        }
+        if let Some(error) = refused {
+            return Err(error);
         }
         let mut values = self.values.write();
         let mut updated = values.clone();

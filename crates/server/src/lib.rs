@@ -51,6 +51,10 @@ pub async fn run(config: config::Config) -> anyhow::Result<()> {
     let (tcp, unix) = net::bind(&server).await?;
     log::banner(&server.config);
     tracing::warn!("Server initialized");
+    // Clients are served while the data set loads, as by redis-server: commands without
+    // the `loading` flag get LOADING until it is in (`persistence::start`).
+    let places = net::listening_places(&tcp, &unix, &server);
+    net::serve(server.clone(), tcp, unix).await;
     {
         let loading = server.clone();
         let started = tokio::task::spawn_blocking(move || persistence::start(&loading)).await?;
@@ -63,8 +67,8 @@ pub async fn run(config: config::Config) -> anyhow::Result<()> {
             return Err(error);
         }
     }
-    net::log_ready(&tcp, &unix, &server);
-    net::serve(server.clone(), tcp, unix).await;
+    net::start_duties(&server);
+    net::log_ready(&places);
     tokio::spawn(net::cron(server.clone()));
     tokio::spawn(pause::keeper(server.clone()));
     tokio::spawn(evict::background(server.clone()));

@@ -248,11 +248,6 @@ pub fn relisten(
 
 /// Accepts connections until shutdown is requested.
 pub async fn serve(server: Arc<Server>, tcp: Vec<TcpListener>, unix: Option<UnixListener>) {
-    tokio::spawn(crate::busy_poll::run(server.clone()));
-    tokio::spawn(crate::replication::cron(server.clone()));
-    if let Some((host, port)) = server.config.replicaof() {
-        crate::replication::replica::start(&server, crate::replication::PrimaryAddr { host, port });
-    }
     server.listeners.start(&server, tcp);
     if let Some(listener) = unix {
         let server = server.clone();
@@ -2114,8 +2109,22 @@ const SWEEP_TICK_KEYS: usize = 256;
 /// Shards swept between two turns of the other tasks.
 const SWEEP_SHARDS_BETWEEN_YIELDS: usize = 16;
 
-/// Logs where the server listens, in one line.
-pub fn log_ready(tcp: &[TcpListener], unix: &Option<UnixListener>, server: &Server) {
+/// What runs beside the connections once the data set is loaded: busy polling and
+/// replication (its cron, and the link to the primary `replicaof` names).
+pub fn start_duties(server: &Arc<Server>) {
+    tokio::spawn(crate::busy_poll::run(server.clone()));
+    tokio::spawn(crate::replication::cron(server.clone()));
+    if let Some((host, port)) = server.config.replicaof() {
+        crate::replication::replica::start(server, crate::replication::PrimaryAddr { host, port });
+    }
+}
+
+/// Where the server listens, for the log.
+pub fn listening_places(
+    tcp: &[TcpListener],
+    unix: &Option<UnixListener>,
+    server: &Server,
+) -> Vec<String> {
     let mut places: Vec<String> = tcp
         .iter()
         .filter_map(|l| l.local_addr().ok())
@@ -2127,6 +2136,11 @@ pub fn log_ready(tcp: &[TcpListener], unix: &Option<UnixListener>, server: &Serv
             server.config.unixsocket().unwrap_or_default()
         ));
     }
+    places
+}
+
+/// Logs where the server listens, in one line, and that it is ready.
+pub fn log_ready(places: &[String]) {
     info!("Listening on {}", places.join(", "));
     // redis-server's words: scripts and Redis' test suite wait for them.
     info!("Ready to accept connections");

@@ -23,8 +23,7 @@ const INERT: &str = "
     cluster-node-timeout cluster-port cluster-preferred-endpoint-type
     cluster-replica-no-failover cluster-replica-validity-factor
     cluster-require-full-coverage crash-memcheck-enabled disable-thp
-    dynamic-hz ignore-warnings io-threads-do-reads key-load-delay
-    loading-process-events-interval-bytes
+    dynamic-hz ignore-warnings io-threads-do-reads
     no-appendfsync-on-rewrite
     proc-title-template propagation-error-behavior rdb-del-sync-files
     rdb-save-incremental-fsync rdbchecksum rdbcompression repl-disable-tcp-nodelay

@@ -165,9 +165,9 @@ impl Server {
             }
             // Our own process must hold the port: another test's server may have taken
             // the port the OS handed us, and a connect alone would not tell them apart.
-            if listens_on(child.id(), self.port)
-                && TcpStream::connect(("127.0.0.1", self.port)).is_ok()
-            {
+            // Both servers answer while they load their files: ready is a PING answered
+            // with anything but LOADING (NOAUTH, with a password).
+            if listens_on(child.id(), self.port) && answers_loaded(self.port) {
                 self.child = Some(child);
                 return true;
             }
@@ -193,7 +193,8 @@ impl Server {
         std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
     }
 
-    /// Waits until the server answers PING with PONG (not `-LOADING`): a server listens
+    /// Waits until the server answers PING with PONG (not `-LOADING`, nor an error such as
+    /// NOAUTH; `start` already waited for the end of the load): a server listens
     /// before it has loaded its files. Panics after 20 seconds.
     pub fn wait_for_pong(&self) {
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -441,6 +442,18 @@ fn send_signal_raw(pid: i32, signal: i32) {
     unsafe {
         libc::kill(pid, signal);
     }
+}
+
+/// Whether the server on `port` answers a PING with anything but `-LOADING`.
+fn answers_loaded(port: u16) -> bool {
+    let Ok(mut conn) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut reply = [0u8; 8];
+    conn.write_all(b"PING\r\n").is_ok()
+        && conn.read(&mut reply).is_ok_and(|n| n > 0)
+        && !reply.starts_with(b"-LOADING")
 }
 
 /// Whether process `pid` holds a listening TCP socket on `port` (from /proc: the socket

@@ -33,7 +33,7 @@ pub fn write_commands_into<W: Write>(server: &Server, cut: &Cut, mut out: W) -> 
         command(&mut buffer, &[b"FUNCTION", b"LOAD", code]);
     }
     let mut selected = None;
-    each_key(server, cut, |db, slot, expire| {
+    each_key(server, cut, false, |db, slot, expire| {
         if selected != Some(db) {
             command(&mut buffer, &[b"SELECT", db.to_string().as_bytes()]);
             selected = Some(db);

@@ -335,6 +335,8 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<()> {
     let unclean = marker.exists();
     persistence.unclean_start.store(unclean, Ordering::Relaxed);
     let started = std::time::Instant::now();
+    // One load from the clients' side, however many files it reads.
+    let loading = Loading::start();
     server.keyspace.set_loading(true);
     let loaded = if server.config.appendonly() {
         aofdir::open_at_start(server)
@@ -351,6 +353,7 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<()> {
         }
     };
     server.keyspace.set_loading(false);
+    drop(loading);
     loaded?;
     let keys = persistence.loaded_keys.load(Ordering::Relaxed);
     if keys > 0 {

@@ -294,7 +294,10 @@ pub fn write_rdb_into<W: Write>(
     }
     let keeps = AccessKept::of(server);
     let mut selected = None;
-    each_key(server, cut, |db, slot, expire| {
+    // Keys already past their deadline are written too, as Redis does: a primary that
+    // loads the file drops them (INFO's rdb_last_load_keys_expired counts them), a
+    // replica keeps them until its primary deletes them.
+    each_key(server, cut, true, |db, slot, expire| {
         if selected != Some(db) {
             let (keys, expires) = cut.snapshot.sizes[db];
             writer.select_db(db as u64, keys as u64, expires as u64)?;
@@ -307,12 +310,14 @@ pub fn write_rdb_into<W: Write>(
     Ok(writer.finish()?)
 }
 
-/// Calls `f` with every key of the cut that had not expired at it (its database, its slot
-/// and its deadline in unix milliseconds), shard by shard, yielding the core now and then
-/// and honouring `rdb-key-save-delay` and a stop (see [`stop_when`]).
+/// Calls `f` with every key of the cut (its database, its slot and its deadline in unix
+/// milliseconds), those already past their deadline at the cut only `with_passed`, shard
+/// by shard, yielding the core now and then and honouring `rdb-key-save-delay` and a stop
+/// (see [`stop_when`]).
 pub(super) fn each_key(
     server: &Server,
     cut: &Cut,
+    with_passed: bool,
     mut f: impl FnMut(usize, &latch_keyspace::Slot, Option<i64>) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     if cut.snapshot.sizes.iter().all(|&(keys, _)| keys == 0) {
@@ -336,8 +341,7 @@ pub(super) fn each_key(
             }
             for slot in table.iter() {
                 let expire = match slot.deadline() {
-                    // Keys already past their deadline at the cut are not saved.
-                    Some(deadline) if deadline.is_passed(now) => continue,
+                    Some(deadline) if !with_passed && deadline.is_passed(now) => continue,
                     Some(deadline) => Some(deadline.unix_ms(now)),
                     None => None,
                 };
@@ -591,7 +595,7 @@ pub fn load_rdb_file(server: &Server, path: &Path) -> anyhow::Result<Loaded> {
 pub fn load_rdb(server: &Server, data: &[u8], keep_expired: bool) -> anyhow::Result<Loaded> {
     let _loading = super::Loading::start();
     let mut view = server.keyspace.lock_all();
-    let (loaded, libraries) = load_rdb_locked(server, &mut view, data, keep_expired, true)?;
+    let (loaded, libraries) = load_rdb_locked(server, &mut view, data, keep_expired, true, true)?;
     drop(view);
     load_libraries(server, &libraries, true)?;
     Ok(loaded)
@@ -614,7 +618,7 @@ pub fn reload(server: &Server, path: &Path, flush: bool, merge: bool) -> anyhow:
             view.flush_db_freeing(db, true);
         }
     }
-    let (loaded, libraries) = load_rdb_locked(server, &mut view, &data, false, merge)?;
+    let (loaded, libraries) = load_rdb_locked(server, &mut view, &data, false, merge, false)?;
     drop(view);
     load_libraries(server, &libraries, merge)?;
     Ok(loaded)
@@ -622,14 +626,24 @@ pub fn reload(server: &Server, path: &Path, flush: bool, merge: bool) -> anyhow:
 
 /// Reads RDB data into the held keyspace; the function libraries it holds are returned,
 /// to be loaded once the shards are let go (a running script may wait for one of them).
+/// `lets_others_in`: every `loading-process-events-interval-bytes` of the data, the shards
+/// are handed to the commands waiting for them (a load on a thread of its own).
 fn load_rdb_locked(
     server: &Server,
     view: &mut latch_keyspace::Locked<'_>,
     data: &[u8],
     keep_expired: bool,
     replace: bool,
+    lets_others_in: bool,
 ) -> anyhow::Result<(Loaded, Vec<Bytes>)> {
     let mut reader = Reader::new(data)?;
+    // `key-load-delay` (for tests): as `rdb-key-save-delay`, after each key read.
+    let key_delay = server.config.get_i64("key-load-delay");
+    let interval = server
+        .config
+        .get_i64("loading-process-events-interval-bytes")
+        .max(1024) as u64;
+    let mut next_turn = interval;
     let now = view.now();
     let keeps = AccessKept::of(server);
     let mut db = 0usize;
@@ -639,6 +653,13 @@ fn load_rdb_locked(
     let mut libraries = Vec::new();
     let mut repl = ReplFields::default();
     while let Some(item) = reader.next()? {
+        if lets_others_in && reader.offset() >= next_turn {
+            view.let_others_in();
+            next_turn = reader.offset() + interval;
+        }
+        if key_delay != 0 && matches!(item, Item::Key { .. }) {
+            delay_after_key(key_delay);
+        }
         match item {
             Item::SelectDb(number) => {
                 db = usize::try_from(number).unwrap_or(usize::MAX);
@@ -704,10 +725,11 @@ fn load_rdb_locked(
     }
     let end = reader.offset() as usize;
     let persistence = &server.persistence;
-    persistence.loaded_keys.fetch_add(loaded, Ordering::Relaxed);
+    // The last load's counts, as Redis' rdb_last_load_keys_loaded/expired.
+    persistence.loaded_keys.store(loaded, Ordering::Relaxed);
     persistence
         .load_expired_keys
-        .fetch_add(expired, Ordering::Relaxed);
+        .store(expired, Ordering::Relaxed);
     let loaded = Loaded {
         end,
         keys: loaded,

@@ -45,6 +45,21 @@ impl TestServer {
     /// `start_in`, confined to one core when `one_core`.
     #[allow(dead_code)]
     pub fn start_with(one_core: bool, dir: Option<&std::path::Path>, extra: &[&str]) -> TestServer {
+        TestServer::launch(one_core, dir, extra, probe_serves)
+    }
+
+    /// Starts a server in `dir` and returns as soon as it answers, before its data set is
+    /// loaded (`start_in` waits for that too).
+    pub fn start_loading(dir: &std::path::Path, extra: &[&str]) -> TestServer {
+        TestServer::launch(false, Some(dir), extra, probe_quits)
+    }
+
+    fn launch(
+        one_core: bool,
+        dir: Option<&std::path::Path>,
+        extra: &[&str],
+        ready: fn(u16) -> bool,
+    ) -> TestServer {
         let dir_given = dir.is_some();
         for _ in 0..5 {
             let port = free_port();
@@ -112,7 +127,7 @@ impl TestServer {
                 // Our own process must hold the listening socket: a port the OS handed out
                 // free can still be taken by another test's server in between, and a
                 // successful connect alone would not tell the two apart.
-                if listens_on(server.child.id(), port) && probe_quits(port) {
+                if listens_on(server.child.id(), port) && ready(port) {
                     return server;
                 }
                 if let Ok(Some(_)) = server.child.try_wait() {
@@ -216,6 +231,23 @@ impl Drop for TestServer {
 /// Connects, sends QUIT and reads until the server closes: true once the server answers.
 /// Waiting for the close keeps the probe out of CLIENT LIST when the test starts (a probe
 /// that only connected and dropped could still be listed there, and was, in CI).
+/// Whether the server answers PING with anything but LOADING (its data set is in; a
+/// server with a password answers NOAUTH).
+fn probe_serves(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    if stream.write_all(b"PING\r\nQUIT\r\n").is_err() {
+        return false;
+    }
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).is_ok()
+        && !answer.starts_with(b"-LOADING")
+        && answer.ends_with(b"+OK\r\n")
+}
+
+/// Whether the server answers at all (QUIT runs while it loads).
 fn probe_quits(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
