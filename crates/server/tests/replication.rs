@@ -952,6 +952,42 @@ fn redis_cli_rdb_and_replica_modes() {
     drop(loaded);
     let _ = std::fs::remove_dir_all(&dir);
 
+    // --functions-rdb (REPLCONF rdb-filter-only functions): the libraries, no keys.
+    std::fs::create_dir_all(&dir).unwrap();
+    run(
+        &mut p,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=kept\nredis.register_function('kept_fn', function() return 7 end)",
+        ],
+    );
+    let status = std::process::Command::new("redis-cli")
+        .args(["-p", &port, "--functions-rdb", rdb.to_str().unwrap()])
+        .output()
+        .expect("redis-cli");
+    assert!(status.status.success(), "{status:?}");
+    let loaded = Server::start_in(Program::Redis, &dir, &["--dbfilename", "dump.rdb"]);
+    loaded.wait_for_pong();
+    let mut l = connect(&loaded);
+    assert_eq!(run(&mut l, &["DBSIZE"]), Value::Int(0));
+    assert_eq!(run(&mut l, &["FCALL", "kept_fn", "0"]), Value::Int(7));
+    drop(loaded);
+    let _ = std::fs::remove_dir_all(&dir);
+    run(&mut p, &["FUNCTION", "DELETE", "kept"]);
+    // Filters other than functions are refused, as by redis-server.
+    let refused = redis::cmd("REPLCONF")
+        .arg("rdb-filter-only")
+        .arg("keys")
+        .query::<Value>(&mut p)
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("Unsupported rdb-filter-only option: keys"),
+        "{refused}"
+    );
+
     let mut replica = std::process::Command::new("redis-cli")
         .args(["-p", &port, "--replica"])
         .stdout(std::process::Stdio::piped())

@@ -212,8 +212,35 @@ fn replconf(ctx: &mut Ctx<'_, '_>, args: &[Bytes]) {
             // GETACKs on this server's link to its primary; anywhere else Redis ignores
             // them without a reply.
             return;
-        } else if is(option, "rdb-only") || is(option, "rdb-filter-only") {
-            // Accepted: redis-cli --rdb sends them.
+        } else if is(option, "rdb-only") {
+            // redis-cli --rdb sends it; the snapshot is sent the same way either way.
+            match parse_i64(value) {
+                Some(0 | 1) => {}
+                Some(_) => {
+                    ctx.reply
+                        .error(b"ERR value is out of range, value must between 0 and 1");
+                    return;
+                }
+                None => {
+                    ctx.reply.error(err::NOT_INTEGER);
+                    return;
+                }
+            }
+        } else if is(option, "rdb-filter-only") {
+            // Include filters: none (an empty snapshot) or "functions" (redis-cli
+            // --functions-rdb).
+            let text = String::from_utf8_lossy(value);
+            let mut functions = false;
+            for filter in text.split_ascii_whitespace() {
+                if filter.eq_ignore_ascii_case("functions") {
+                    functions = true;
+                } else {
+                    let message = format!("ERR Unsupported rdb-filter-only option: {filter}");
+                    ctx.reply.error(message.as_bytes());
+                    return;
+                }
+            }
+            ctx.client.replconf.rdb_filter_functions = Some(functions);
         } else {
             let message = format!(
                 "ERR Unrecognized REPLCONF option: {}",

@@ -262,6 +262,35 @@ impl ReplFields {
     }
 }
 
+/// The auxiliary fields every RDB of Latch's starts with.
+fn write_header<W: Write>(writer: &mut Writer<W>, now: latch_keyspace::Now) -> anyhow::Result<()> {
+    let version = crate::commands::connection::REDIS_VERSION;
+    writer.aux("redis-ver", version.as_bytes())?;
+    writer.aux("redis-bits", b"64")?;
+    writer.aux("ctime", now.wall_s().to_string().as_bytes())?;
+    writer.aux(
+        "used-mem",
+        crate::commands::info::used_memory_now()
+            .to_string()
+            .as_bytes(),
+    )?;
+    Ok(())
+}
+
+/// An RDB without keys, holding the function libraries when `functions` (what a replica
+/// that asked for `rdb-filter-only` gets).
+pub fn filtered_rdb(server: &Server, functions: bool) -> anyhow::Result<Vec<u8>> {
+    let mut writer = Writer::new(Vec::new())?;
+    write_header(&mut writer, server.keyspace.clock().now())?;
+    writer.aux("aof-base", b"0")?;
+    if functions {
+        for code in server.scripting.library_codes.lock().iter() {
+            writer.function(code)?;
+        }
+    }
+    Ok(writer.finish()?)
+}
+
 /// Serializes the cut as an RDB into `out`; returns `out` when done.
 pub fn write_rdb_into<W: Write>(
     server: &Server,
@@ -273,16 +302,7 @@ pub fn write_rdb_into<W: Write>(
     let _held = crate::busy_poll::hold();
     let mut writer = Writer::new(out)?;
     let now = cut.snapshot.now;
-    let version = crate::commands::connection::REDIS_VERSION;
-    writer.aux("redis-ver", version.as_bytes())?;
-    writer.aux("redis-bits", b"64")?;
-    writer.aux("ctime", now.wall_s().to_string().as_bytes())?;
-    writer.aux(
-        "used-mem",
-        crate::commands::info::used_memory_now()
-            .to_string()
-            .as_bytes(),
-    )?;
+    write_header(&mut writer, now)?;
     if let Some(repl) = repl {
         writer.aux("repl-stream-db", repl.db.to_string().as_bytes())?;
         writer.aux("repl-id", repl.replid.as_bytes())?;

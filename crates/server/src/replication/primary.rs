@@ -43,6 +43,9 @@ pub struct ReplConf {
     pub ip_address: Option<String>,
     pub capa_eof: bool,
     pub capa_psync2: bool,
+    /// `rdb-filter-only`: the snapshot holds no keys, and the function libraries only when
+    /// this is true (`redis-cli --functions-rdb`); `None`: the whole data set.
+    pub rdb_filter_functions: Option<bool>,
 }
 
 /// The most bytes sent to a replica per write.
@@ -104,7 +107,12 @@ pub async fn serve<S>(
                     replication.sync_partial_err.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            full_sync(server, client, stream, &request, &attached).await
+            match client.replconf.rdb_filter_functions {
+                Some(functions) => {
+                    filtered_sync(server, client, stream, &request, &attached, functions).await
+                }
+                None => full_sync(server, client, stream, &request, &attached).await,
+            }
         }
     };
     if let Some((registration, streaming)) = registration {
@@ -146,6 +154,64 @@ fn partial(server: &Server, client: &Client, request: &SyncRequest) -> Option<Re
         .persistence
         .feed
         .register_from(client.id, *offset as u64, hard)
+}
+
+/// A full sync whose snapshot has no keys (and the function libraries when `functions`),
+/// for a client that asked for `rdb-filter-only` (redis-cli --functions-rdb, and
+/// --replica, which wants the stream only): made at once, with no cut, and followed by
+/// the stream as a full sync's is.
+async fn filtered_sync<S>(
+    server: &Arc<Server>,
+    client: &Client,
+    stream: &mut S,
+    request: &SyncRequest,
+    attached: &Attached,
+    functions: bool,
+) -> Option<(Registration, bool)>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let rdb = match crate::persistence::snapshot::filtered_rdb(server, functions) {
+        Ok(rdb) => rdb,
+        Err(error) => {
+            warn!("full sync: writing the filtered snapshot failed: {error}");
+            return None;
+        }
+    };
+    server.replication.sync_full.fetch_add(1, Ordering::Relaxed);
+    let backlog_size = server.config.get_i64("repl-backlog-size").max(1) as usize;
+    server.persistence.start_feed(backlog_size);
+    let hard = super::replica_hard_limit(server);
+    let (registration, offset, _) = server.persistence.feed.register_at_cut(client.id, hard);
+    info!(
+        "Full resync requested by replica {} (rdb-filter-only{}): starting at offset {offset}",
+        client.shared.addr,
+        if functions { " functions" } else { "" }
+    );
+    let diskless = server.config.get_bool("repl-diskless-sync") && client.replconf.capa_eof;
+    let mark = crate::server::random_hex(40);
+    let mut head = String::new();
+    if request.psync.is_some() {
+        let replid = server.replication.ids().replid;
+        head.push_str(&format!("+FULLRESYNC {replid} {offset}\r\n"));
+    }
+    if diskless {
+        head.push_str(&format!("$EOF:{mark}\r\n"));
+    } else {
+        head.push_str(&format!("${}\r\n", rdb.len()));
+    }
+    let tail: &[u8] = if diskless { mark.as_bytes() } else { b"" };
+    attached.state.store(state::SEND_BULK, Ordering::Relaxed);
+    if !write_parts(stream, &[head.as_bytes(), &rdb, tail]).await {
+        server.persistence.feed.unregister(registration.id);
+        return None;
+    }
+    server
+        .stats
+        .net_repl_output_bytes
+        .fetch_add(rdb.len() as u64, Ordering::Relaxed);
+    attached.state.store(state::ONLINE, Ordering::Relaxed);
+    Some((registration, !diskless))
 }
 
 /// A full sync: the cut, `+FULLRESYNC`, the RDB. Returns the replica's place in the stream,
