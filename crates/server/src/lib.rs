@@ -54,10 +54,12 @@ pub async fn run(config: config::Config) -> anyhow::Result<()> {
     // Clients are served while the data set loads, as by redis-server: commands without
     // the `loading` flag get LOADING until it is in (`persistence::start`).
     let places = net::listening_places(&tcp, &unix, &server);
+    // LOADING from the first command on (`persistence::start` holds its own guard).
+    let loading = persistence::Loading::start();
     net::serve(server.clone(), tcp, unix).await;
     {
-        let loading = server.clone();
-        let started = tokio::task::spawn_blocking(move || persistence::start(&loading)).await?;
+        let starting = server.clone();
+        let started = tokio::task::spawn_blocking(move || persistence::start(&starting)).await?;
         if let Err(error) = started {
             if let Some(rdb) = error.downcast_ref::<latch_persist::rdb::RdbError>() {
                 // The lines operators (and Redis' tests) look for when a file is corrupt.
@@ -67,6 +69,7 @@ pub async fn run(config: config::Config) -> anyhow::Result<()> {
             return Err(error);
         }
     }
+    drop(loading);
     net::start_duties(&server);
     net::log_ready(&places);
     tokio::spawn(net::cron(server.clone()));

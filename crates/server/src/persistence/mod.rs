@@ -39,6 +39,16 @@ pub fn is_loading() -> bool {
     LOADING.load(Ordering::Acquire) > 0
 }
 
+/// Set while the start-up load runs: the only load during which an RDB hands its shards
+/// to waiting commands (`snapshot::load_rdb`). During a DEBUG LOADAOF or a replica's
+/// sync, a command that passed the LOADING check just before the load began may be
+/// waiting for a shard: it must run after the load, not in the middle of it.
+static STARTING: AtomicBool = AtomicBool::new(false);
+
+pub(crate) fn is_starting() -> bool {
+    STARTING.load(Ordering::Acquire)
+}
+
 /// Marks a load for as long as it lives.
 pub(crate) struct Loading(());
 
@@ -337,6 +347,7 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     // One load from the clients' side, however many files it reads.
     let loading = Loading::start();
+    STARTING.store(true, Ordering::Release);
     server.keyspace.set_loading(true);
     let loaded = if server.config.appendonly() {
         aofdir::open_at_start(server)
@@ -353,6 +364,7 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<()> {
         }
     };
     server.keyspace.set_loading(false);
+    STARTING.store(false, Ordering::Release);
     drop(loading);
     loaded?;
     let keys = persistence.loaded_keys.load(Ordering::Relaxed);

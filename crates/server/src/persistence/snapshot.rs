@@ -615,7 +615,9 @@ pub fn load_rdb_file(server: &Server, path: &Path) -> anyhow::Result<Loaded> {
 pub fn load_rdb(server: &Server, data: &[u8], keep_expired: bool) -> anyhow::Result<Loaded> {
     let _loading = super::Loading::start();
     let mut view = server.keyspace.lock_all();
-    let (loaded, libraries) = load_rdb_locked(server, &mut view, data, keep_expired, true, true)?;
+    let lets_others_in = super::is_starting();
+    let (loaded, libraries) =
+        load_rdb_locked(server, &mut view, data, keep_expired, true, lets_others_in)?;
     drop(view);
     load_libraries(server, &libraries, true)?;
     Ok(loaded)

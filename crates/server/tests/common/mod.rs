@@ -227,12 +227,9 @@ impl Drop for TestServer {
     }
 }
 
-/// A command as a RESP array of bulk strings.
-/// Connects, sends QUIT and reads until the server closes: true once the server answers.
-/// Waiting for the close keeps the probe out of CLIENT LIST when the test starts (a probe
-/// that only connected and dropped could still be listed there, and was, in CI).
 /// Whether the server answers PING with anything but LOADING (its data set is in; a
-/// server with a password answers NOAUTH).
+/// server with a password answers NOAUTH). Like [`probe_quits`], it ends with QUIT and
+/// reads until the server closes.
 fn probe_serves(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
@@ -247,7 +244,10 @@ fn probe_serves(port: u16) -> bool {
         && answer.ends_with(b"+OK\r\n")
 }
 
-/// Whether the server answers at all (QUIT runs while it loads).
+/// Connects, sends QUIT and reads until the server closes: true once the server answers
+/// (QUIT runs while it loads). Waiting for the close keeps the probe out of CLIENT LIST
+/// when the test starts (a probe that only connected and dropped could still be listed
+/// there, and was, in CI).
 fn probe_quits(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
@@ -260,6 +260,7 @@ fn probe_quits(port: u16) -> bool {
     stream.read_to_end(&mut answer).is_ok() && answer.starts_with(b"+OK")
 }
 
+/// A command as a RESP array of bulk strings.
 pub fn encode(args: &[&[u8]]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", args.len()).into_bytes();
     for a in args {
