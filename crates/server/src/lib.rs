@@ -56,6 +56,7 @@ pub async fn run(config: config::Config) -> anyhow::Result<()> {
     let places = net::listening_places(&tcp, &unix, &server);
     // LOADING from the first command on (`persistence::start` holds its own guard).
     let loading = persistence::Loading::start();
+    persistence::begin_starting();
     net::serve(server.clone(), tcp, unix).await;
     {
         let starting = server.clone();
@@ -70,6 +71,7 @@ pub async fn run(config: config::Config) -> anyhow::Result<()> {
         }
     }
     drop(loading);
+    persistence::end_starting();
     net::start_duties(&server);
     net::log_ready(&places);
     tokio::spawn(net::cron(server.clone()));

@@ -898,6 +898,11 @@ where
             // Messages queued before this input came go out before its replies.
             shared.outbox.take_into(reply.buffer());
         }
+        if crate::persistence::start_holds_clients() {
+            // The start-up load has not turned to the clients yet (Redis reads no input
+            // before then either).
+            crate::persistence::until_start_serves().await;
+        }
         // One clock reading for the input: its time for CLIENT LIST's idle, and the first
         // command's start.
         let arrived = Tick::now();

@@ -49,6 +49,39 @@ pub(crate) fn is_starting() -> bool {
     STARTING.load(Ordering::Acquire)
 }
 
+/// Marks the start-up load as begun (before the listeners start: see [`start_serves`]).
+pub(crate) fn begin_starting() {
+    STARTING.store(true, Ordering::Release);
+}
+
+/// Marks the start-up load as over, once nothing says LOADING any more.
+pub(crate) fn end_starting() {
+    STARTING.store(false, Ordering::Release);
+}
+
+/// Set once the start-up load first turns to the clients: after
+/// `loading-process-events-interval-bytes` of an RDB, or 1,024 commands of an AOF, as
+/// Redis first serves events while it loads. Until then clients' commands wait for it
+/// (an empty or small data set loads before anyone sees LOADING, as with redis-server).
+static START_SERVES: AtomicBool = AtomicBool::new(false);
+
+pub(crate) fn start_serves() {
+    START_SERVES.store(true, Ordering::Release);
+}
+
+/// Whether clients' commands must wait: the start-up load runs and has not yet turned to
+/// the clients.
+pub fn start_holds_clients() -> bool {
+    STARTING.load(Ordering::Acquire) && !START_SERVES.load(Ordering::Acquire)
+}
+
+/// Waits while [`start_holds_clients`].
+pub async fn until_start_serves() {
+    while start_holds_clients() {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+}
+
 /// Marks a load for as long as it lives.
 pub(crate) struct Loading(());
 
@@ -364,7 +397,6 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<()> {
         }
     };
     server.keyspace.set_loading(false);
-    STARTING.store(false, Ordering::Release);
     drop(loading);
     loaded?;
     let keys = persistence.loaded_keys.load(Ordering::Relaxed);

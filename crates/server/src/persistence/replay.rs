@@ -86,6 +86,8 @@ struct Runner<'s> {
     server: &'s Server,
     client: crate::client::Client,
     reply: Reply,
+    /// Commands run so far.
+    commands: u64,
 }
 
 impl<'s> Runner<'s> {
@@ -103,6 +105,7 @@ impl<'s> Runner<'s> {
             server,
             client,
             reply: Reply::new(Resp::V2),
+            commands: 0,
         }
     }
 
@@ -123,6 +126,11 @@ impl<'s> Runner<'s> {
             None,
         );
         self.reply.buffer().clear();
+        self.commands += 1;
+        if self.commands.is_multiple_of(1024) && super::is_starting() {
+            // Clients waiting for the start-up load get LOADING from now on.
+            super::start_serves();
+        }
         Ok(())
     }
 

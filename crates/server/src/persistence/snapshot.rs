@@ -676,6 +676,7 @@ fn load_rdb_locked(
     let mut repl = ReplFields::default();
     while let Some(item) = reader.next()? {
         if lets_others_in && reader.offset() >= next_turn {
+            super::start_serves();
             view.let_others_in();
             next_turn = reader.offset() + interval;
         }
