@@ -780,6 +780,11 @@ where
     let mut monitor: Option<broadcast::Receiver<Bytes>> = None;
     let mut limits = Limits::new();
     buffers.account(server, client);
+    // Until the start-up load first turns to the clients, their input waits (Redis reads
+    // none before then either). The hold only ever ends, so once per connection will do.
+    if crate::persistence::start_holds_clients() {
+        crate::persistence::until_start_serves().await;
+    }
     'connection: loop {
         limits.refresh(server);
         let Buffers {
@@ -897,11 +902,6 @@ where
         if shared.outbox.queued() > 0 {
             // Messages queued before this input came go out before its replies.
             shared.outbox.take_into(reply.buffer());
-        }
-        if crate::persistence::start_holds_clients() {
-            // The start-up load has not turned to the clients yet (Redis reads no input
-            // before then either).
-            crate::persistence::until_start_serves().await;
         }
         // One clock reading for the input: its time for CLIENT LIST's idle, and the first
         // command's start.
